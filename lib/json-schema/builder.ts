@@ -1,0 +1,84 @@
+/**
+ * The public entry points: {@link buildGrammar} (the grammar-builder callback API that chat and
+ * PEG code use to mix hand-written rules with schema rules in one GBNF text), and
+ * {@link jsonSchemaToGbnf} / {@link compileJsonSchema} for a single schema. The text matches
+ * llama.cpp's `build_grammar` / `json_schema_to_grammar` for the same input, except where
+ * docs/json-schema.md lists a deliberate difference.
+ */
+import { Emitter } from "./emit.js";
+import { resolveRefs, type RefTable } from "./refs.js";
+import { Reporter, type SchemaWarning, type UnsupportedMode } from "./report.js";
+import { RuleSet } from "./rules.js";
+
+export interface GrammarBuilder {
+  /** Add `name ::= body` (name sanitized; a clash with a different body gets a numeric suffix). Returns the name used. */
+  addRule(name: string, body: string): string;
+  /** Add the rules for a JSON schema under `name` ("" or "root" for the grammar root). Returns the rule name. */
+  addSchema(name: string, schema: unknown): string;
+  /** Register the local `$ref`s of `schema`; call before {@link GrammarBuilder.addSchema} for schemas that use refs. */
+  resolveRefs(schema: unknown): void;
+}
+
+export interface GrammarOptions {
+  /** `.` in patterns matches line breaks too. */
+  dotall?: boolean;
+  /** What to do with a keyword the compiler cannot honour: throw (default) or leave it out with a warning. */
+  unsupported?: UnsupportedMode;
+  /** Receives the warnings of `unsupported: "ignore"`. */
+  warnings?: SchemaWarning[];
+}
+
+/**
+ * Build one GBNF grammar from a callback that adds rules and schemas, like llama.cpp's
+ * `build_grammar`. Rules come out sorted by name, one `name ::= body` line each, with the
+ * `space` rule always present.
+ */
+export function buildGrammar(cb: (b: GrammarBuilder) => void, options: GrammarOptions = {}): string {
+  const rules = new RuleSet();
+  const refs: RefTable = new Map();
+  const report = new Reporter(options.unsupported ?? "error");
+  const emitter = new Emitter(rules, refs, report, options.dotall ?? false);
+  const builder: GrammarBuilder = {
+    addRule: (name, body) => rules.add(name, body),
+    addSchema: (name, schema) => emitter.addSchema(name === "root" ? "" : name, schema),
+    resolveRefs: (schema) => resolveRefs(schema, refs, report),
+  };
+  try {
+    cb(builder);
+  } finally {
+    options.warnings?.push(...report.warnings);
+  }
+  return rules.format();
+}
+
+export interface CompileOptions {
+  dotall?: boolean;
+  unsupported?: UnsupportedMode;
+}
+
+export interface CompiledSchema {
+  gbnf: string;
+  warnings: SchemaWarning[];
+}
+
+/** One schema to GBNF, with the warnings collected in `unsupported: "ignore"` mode. */
+export function compileJsonSchema(schema: unknown, options: CompileOptions = {}): CompiledSchema {
+  const warnings: SchemaWarning[] = [];
+  const gbnf = buildGrammar(
+    (b) => {
+      b.resolveRefs(schema);
+      b.addSchema("", schema);
+    },
+    { ...options, warnings },
+  );
+  return { gbnf, warnings };
+}
+
+/**
+ * JSON Schema -> GBNF (root rule `root`). Throws `LlamapegError` `ERR_SCHEMA_UNSUPPORTED` for a
+ * keyword the grammar cannot honour (unless `unsupported: "ignore"`) and `ERR_SCHEMA_INVALID` for
+ * a malformed schema; `where` holds the JSON pointer.
+ */
+export function jsonSchemaToGbnf(schema: unknown, options: CompileOptions = {}): string {
+  return compileJsonSchema(schema, options).gbnf;
+}

@@ -1,0 +1,219 @@
+/**
+ * Normalized schema -> GBNF rules, named and shaped exactly as llama.cpp's converter names and
+ * shapes them (rule `root` for the top level, `<parent>-<property>`, `-item`, `-tuple-N`,
+ * `alternative-N`, `ref-<pointer>`, shared built-ins such as `string`, `value`, `char`).
+ */
+import { LlamapegError, assertNever } from "../errors.js";
+import { integerRangeRule } from "./integer-range.js";
+import { gbnfFormatLiteral, jsonDump } from "./literal.js";
+import { Normalizer, type Property, type SchemaNode } from "./normalize.js";
+import { InvalidPattern, UnsupportedPattern, patternToRule } from "./pattern.js";
+import type { RefTable } from "./refs.js";
+import type { Reporter } from "./report.js";
+import { PRIMITIVE_RULES, STRING_FORMAT_RULES, buildRepetition, isReservedName, type RuleSet } from "./rules.js";
+
+const builtin = (name: string) => PRIMITIVE_RULES.get(name)!;
+const join = (parent: string, child: string): string => (parent === "" ? child : `${parent}-${child}`);
+
+export class Emitter {
+  private readonly normalizer: Normalizer;
+  private readonly refNodes = new Map<string, SchemaNode>();
+  private readonly resolving = new Set<string>();
+
+  constructor(
+    readonly rules: RuleSet,
+    private readonly refs: RefTable,
+    private readonly report: Reporter,
+    private readonly dotall: boolean,
+  ) {
+    this.normalizer = new Normalizer(refs, report);
+  }
+
+  /** Normalize `schema` and add its rules; `name` "" means the root. Returns the rule name. */
+  addSchema(name: string, schema: unknown): string {
+    return this.visit(this.normalizer.normalize(schema, "#"), name);
+  }
+
+  visit(node: SchemaNode, name: string): string {
+    const ruleName = isReservedName(name) ? `${name}-` : name === "" ? "root" : name;
+    const rules = this.rules;
+    switch (node.kind) {
+      case "ref":
+        return rules.add(ruleName, this.resolveRef(node.ref));
+      case "union":
+        return rules.add(
+          ruleName,
+          node.alternatives.map((alt, i) => this.visit(alt, name === "" ? `alternative-${i}` : `${name}-${i}`)).join(" | "),
+        );
+      case "const":
+        return rules.add(ruleName, gbnfFormatLiteral(jsonDump(node.value)));
+      case "enum":
+        return rules.add(ruleName, `(${node.values.map((v) => gbnfFormatLiteral(jsonDump(v))).join(" | ")})`);
+      case "object":
+        return rules.add(ruleName, this.objectRule(node.properties, node.required, name, node.additional));
+      case "all-of":
+        if (node.enumLiterals.length > 0) return rules.add(ruleName, `(${node.enumLiterals.join(" | ")})`);
+        return rules.add(ruleName, this.objectRule(node.properties, node.required, name, null));
+      case "tuple": {
+        const items = node.items.map((it, i) => this.visit(it, join(name, `tuple-${i}`)));
+        return rules.add(ruleName, `"[" space ${items.join(' "," space ')} space "]"`);
+      }
+      case "array": {
+        const item = this.visit(node.item, join(name, "item"));
+        return rules.add(ruleName, `"[" space ${buildRepetition(item, node.min, node.max, '"," space')} space "]"`);
+      }
+      case "pattern":
+        return this.patternRule(node.pattern, ruleName, node.where);
+      case "uuid":
+        return rules.addPrimitive(ruleName === "root" ? "root" : node.format, builtin("uuid"));
+      case "string-format": {
+        const prim = `${node.format}-string`;
+        return rules.add(ruleName, rules.addPrimitive(prim, STRING_FORMAT_RULES.get(prim)!));
+      }
+      case "string-length": {
+        const char = rules.addPrimitive("char", builtin("char"));
+        return rules.add(ruleName, `"\\"" ${buildRepetition(char, node.min, node.max)} "\\""`);
+      }
+      case "integer-range":
+        return rules.add(ruleName, integerRangeRule(node.min, node.max));
+      case "any-object":
+        return rules.add(ruleName, rules.addPrimitive("object", builtin("object")));
+      case "any-value":
+        return rules.add(ruleName, rules.addPrimitive("value", builtin("value")));
+      case "primitive":
+        return rules.addPrimitive(ruleName === "root" ? "root" : node.type, builtin(node.type));
+      default:
+        return assertNever(node, "schema node");
+    }
+  }
+
+  private resolveRef(ref: string): string {
+    const hash = ref.indexOf("#");
+    const fragment = hash >= 0 ? ref.slice(hash + 1) : ref;
+    let refName = `ref${fragment.replace(/[^a-zA-Z0-9-]+/g, "-")}`;
+    if (!this.rules.has(refName) && !this.resolving.has(ref)) {
+      this.resolving.add(ref);
+      refName = this.visit(this.refNode(ref), refName);
+      this.resolving.delete(ref);
+    }
+    return refName;
+  }
+
+  private refNode(ref: string): SchemaNode {
+    let node = this.refNodes.get(ref);
+    if (node === undefined) {
+      const target = this.refs.get(ref);
+      node = this.normalizer.normalize(target === undefined ? null : target.schema, target?.where ?? "#");
+      this.refNodes.set(ref, node);
+    }
+    return node;
+  }
+
+  private patternRule(pattern: string, ruleName: string, where: string): string {
+    const snapshot = this.rules.snapshot();
+    try {
+      return patternToRule(pattern, ruleName, this.rules, this.dotall);
+    } catch (err) {
+      this.rules.restore(snapshot);
+      if (err instanceof InvalidPattern) {
+        throw new LlamapegError("ERR_SCHEMA_INVALID", `invalid JSON schema at ${where}: invalid pattern ${JSON.stringify(pattern)}: ${err.message}`, {
+          where,
+        });
+      }
+      if (!(err instanceof UnsupportedPattern)) throw err;
+      this.report.unsupported("pattern", `pattern ${JSON.stringify(pattern)} is not supported (${err.message}); it would accept any string`, where);
+      return this.rules.add(ruleName, this.rules.addPrimitive("string", builtin("string")));
+    }
+  }
+
+  /**
+   * `{ required..., optional... }` with properties in declaration order: required ones in a row,
+   * then the optional ones as a chain where each may start the rest (`a-rest`, `b-rest`...).
+   */
+  private objectRule(properties: Property[], required: ReadonlySet<string>, name: string, additional: SchemaNode | boolean | null): string {
+    const requiredProps: string[] = [];
+    const optionalProps: string[] = [];
+    const kvRules = new Map<string, string>();
+    for (const { name: prop, schema } of properties) {
+      const valueRule = this.visit(schema, join(name, prop));
+      kvRules.set(prop, this.rules.add(join(name, `${prop}-kv`), `${gbnfFormatLiteral(JSON.stringify(prop))} space ":" space ${valueRule}`));
+      (required.has(prop) ? requiredProps : optionalProps).push(prop);
+    }
+    if (additional === true || (typeof additional === "object" && additional !== null)) {
+      const sub = join(name, "additional");
+      const valueRule =
+        additional === true ? this.rules.addPrimitive("value", builtin("value")) : this.visit(additional, `${sub}-value`);
+      const names = properties.map((p) => p.name);
+      const keyRule =
+        names.length === 0 ? this.rules.addPrimitive("string", builtin("string")) : this.rules.add(`${sub}-k`, this.notStrings(names));
+      kvRules.set("*", this.rules.add(`${sub}-kv`, `${keyRule} ":" space ${valueRule}`));
+      optionalProps.push("*");
+    }
+    if (requiredProps.length === 0 && optionalProps.length === 0) return '"{" space "}"';
+
+    let rule = `"{" space ${requiredProps.map((p) => kvRules.get(p)!).join(' "," space ')}`;
+    if (optionalProps.length > 0) {
+      rule += " (";
+      if (requiredProps.length > 0) rule += ' "," space ( ';
+      const chain = (keys: string[], firstOptional: boolean): string => {
+        if (keys.length === 0) return "";
+        const k = keys[0]!;
+        const kv = kvRules.get(k)!;
+        const commaKv = `( "," space ${kv} )`;
+        let res = firstOptional ? commaKv + (k === "*" ? "*" : "?") : kv + (k === "*" ? ` ${commaKv}*` : "");
+        if (keys.length > 1) res += ` ${this.rules.add(join(name, `${k}-rest`), chain(keys.slice(1), true))}`;
+        return res;
+      };
+      rule += optionalProps.map((_, i) => chain(optionalProps.slice(i), false)).join(" | ");
+      if (requiredProps.length > 0) rule += " )";
+      rule += " )?";
+    }
+    return `${rule} space "}"`;
+  }
+
+  /**
+   * A JSON string that is none of `strings`, as a trie of character classes. Characters are
+   * whole code points and `\ ] - ^` are escaped inside classes (the reference works on bytes and
+   * writes them raw).
+   */
+  private notStrings(strings: string[]): string {
+    interface Trie {
+      children: Map<string, Trie>;
+      end: boolean;
+    }
+    const root: Trie = { children: new Map(), end: false };
+    for (const s of strings) {
+      let node = root;
+      for (const ch of s) {
+        let next = node.children.get(ch);
+        if (next === undefined) node.children.set(ch, (next = { children: new Map(), end: false }));
+        node = next;
+      }
+      node.end = true;
+    }
+    const char = this.rules.addPrimitive("char", builtin("char"));
+    const classChar = (c: string): string => (/[\\\]\-^]/.test(c) ? `\\x${c.charCodeAt(0).toString(16).toUpperCase()}` : c);
+    const out: string[] = ['["] ( '];
+    const walk = (node: Trie): void => {
+      const keys = [...node.children.keys()].sort((a, b) => a.codePointAt(0)! - b.codePointAt(0)!);
+      keys.forEach((k, i) => {
+        const child = node.children.get(k)!;
+        if (i > 0) out.push(" | ");
+        out.push(`[${classChar(k)}]`);
+        if (child.children.size > 0) {
+          out.push(" (");
+          walk(child);
+          out.push(")");
+        } else if (child.end) {
+          out.push(` ${char}+`);
+        }
+      });
+      if (keys.length > 0) out.push(` | [^"${keys.map(classChar).join("")}] ${char}*`);
+    };
+    walk(root);
+    out.push(" )");
+    if (!root.end) out.push("?");
+    out.push(' ["]');
+    return out.join("");
+  }
+}

@@ -1,0 +1,142 @@
+/**
+ * The rule store behind every GBNF text this module produces, and the fixed rules it draws on.
+ * Naming, de-duplication and ordering follow llama.cpp's `common_schema_converter` so that the
+ * text is byte-identical: names are sanitized, a name reused with a different body gets the first
+ * free numeric suffix (`foo0`, `foo1`, ...), the same body under the same name is shared, and the
+ * grammar lists rules sorted by name.
+ */
+import { sanitizeRuleName } from "./literal.js";
+
+export const SPACE_RULE = '| " " | "\\n"{1,2} [ \\t]{0,20}';
+
+export interface BuiltinRule {
+  readonly content: string;
+  readonly deps: readonly string[];
+}
+
+export const PRIMITIVE_RULES: ReadonlyMap<string, BuiltinRule> = new Map([
+  ["boolean", { content: '("true" | "false")', deps: [] }],
+  ["decimal-part", { content: "[0-9]{1,16}", deps: [] }],
+  ["integral-part", { content: "[0] | [1-9] [0-9]{0,15}", deps: [] }],
+  [
+    "number",
+    {
+      content: '("-"? integral-part) ("." decimal-part)? ([eE] [-+]? integral-part)?',
+      deps: ["integral-part", "decimal-part"],
+    },
+  ],
+  ["integer", { content: '("-"? integral-part)', deps: ["integral-part"] }],
+  [
+    "value",
+    { content: "object | array | string | number | boolean | null", deps: ["object", "array", "string", "number", "boolean", "null"] },
+  ],
+  [
+    "object",
+    { content: '"{" space ( string ":" space value ("," space string ":" space value)* )? space "}"', deps: ["string", "value"] },
+  ],
+  ["array", { content: '"[" space ( value ("," space value)* )? space "]"', deps: ["value"] }],
+  [
+    "uuid",
+    {
+      content:
+        '"\\"" [0-9a-fA-F]{8} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{12} "\\""',
+      deps: [],
+    },
+  ],
+  ["char", { content: '[^"\\\\\\x7F\\x00-\\x1F] | [\\\\] (["\\\\bfnrt] | "u" [0-9a-fA-F]{4})', deps: [] }],
+  ["string", { content: '"\\"" char* "\\""', deps: ["char"] }],
+  ["null", { content: '"null"', deps: [] }],
+]);
+
+export const STRING_FORMAT_RULES: ReadonlyMap<string, BuiltinRule> = new Map([
+  ["date", { content: '[0-9]{4} "-" ( "0" [1-9] | "1" [0-2] ) "-" ( "0" [1-9] | [1-2] [0-9] | "3" [0-1] )', deps: [] }],
+  [
+    "time",
+    {
+      content:
+        '([01] [0-9] | "2" [0-3]) ":" [0-5] [0-9] ":" [0-5] [0-9] ( "." [0-9]{3} )? ( "Z" | ( "+" | "-" ) ( [01] [0-9] | "2" [0-3] ) ":" [0-5] [0-9] )',
+      deps: [],
+    },
+  ],
+  ["date-time", { content: 'date "T" time', deps: ["date", "time"] }],
+  ["date-string", { content: '"\\"" date "\\""', deps: ["date"] }],
+  ["time-string", { content: '"\\"" time "\\""', deps: ["time"] }],
+  ["date-time-string", { content: '"\\"" date-time "\\""', deps: ["date-time"] }],
+]);
+
+const RESERVED_NAMES = new Set(["root", ...PRIMITIVE_RULES.keys(), ...STRING_FORMAT_RULES.keys()]);
+
+/** Names a schema may not claim for itself (a trailing `-` is added instead). */
+export function isReservedName(name: string): boolean {
+  return RESERVED_NAMES.has(name);
+}
+
+/** `Infinity` stands for "no upper bound". */
+export function buildRepetition(item: string, min: number, max: number, separator = ""): string {
+  const hasMax = max !== Infinity;
+  if (max === 0) return "";
+  if (min === 0 && max === 1) return `${item}?`;
+  if (separator === "") {
+    if (min === 1 && !hasMax) return `${item}+`;
+    if (min === 0 && !hasMax) return `${item}*`;
+    return `${item}{${min},${hasMax ? max : ""}}`;
+  }
+  const rest = buildRepetition(`(${separator} ${item})`, min === 0 ? 0 : min - 1, hasMax ? max - 1 : max);
+  const result = `${item} ${rest}`;
+  return min === 0 ? `(${result})?` : result;
+}
+
+export class RuleSet {
+  private rules = new Map<string, string>();
+
+  constructor() {
+    this.rules.set("space", SPACE_RULE);
+  }
+
+  has(name: string): boolean {
+    return this.rules.has(name);
+  }
+
+  /** Store `body` under (a sanitized, possibly suffixed) `name`; returns the name used. */
+  add(name: string, body: string): string {
+    const base = sanitizeRuleName(name);
+    const existing = this.rules.get(base);
+    if (existing === undefined || existing === body) {
+      this.rules.set(base, body);
+      return base;
+    }
+    let i = 0;
+    for (;;) {
+      const taken = this.rules.get(base + i);
+      if (taken === undefined || taken === body) break;
+      i++;
+    }
+    this.rules.set(base + i, body);
+    return base + i;
+  }
+
+  /** Add a built-in rule and, unless already present, the built-ins it uses. */
+  addPrimitive(name: string, rule: BuiltinRule): string {
+    const used = this.add(name, rule.content);
+    for (const dep of rule.deps) {
+      const depRule = PRIMITIVE_RULES.get(dep) ?? STRING_FORMAT_RULES.get(dep);
+      if (depRule === undefined) throw new Error(`internal: unknown built-in rule ${dep}`);
+      if (!this.rules.has(dep)) this.addPrimitive(dep, depRule);
+    }
+    return used;
+  }
+
+  snapshot(): Map<string, string> {
+    return new Map(this.rules);
+  }
+
+  restore(snapshot: Map<string, string>): void {
+    this.rules = snapshot;
+  }
+
+  /** The grammar text: one `name ::= body` line per rule, sorted by name (byte order). */
+  format(): string {
+    const names = [...this.rules.keys()].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    return names.map((n) => `${n} ::= ${this.rules.get(n)}\n`).join("");
+  }
+}
