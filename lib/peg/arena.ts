@@ -1,0 +1,91 @@
+/**
+ * `PegArena`: an immutable parser tree (nodes in one array, named rules, a root), the TypeScript twin of
+ * llama.cpp's `common_peg_arena`. Build one with `buildPegParser()` / `pegBuilder()`, or load one
+ * serialized by either implementation with `PegArena.fromJSON()`.
+ */
+import { LlamapegError } from "../errors.js";
+import { buildGrammar } from "../json-schema/index.js";
+import { dumpNode } from "./dump.js";
+import { type GrammarBuilder, buildArenaGrammar } from "./gbnf.js";
+import { type PegNode, type PegNodeId, INVALID_NODE_ID } from "./nodes.js";
+import { CompiledParser, type PegParseOptions, type PegParseResult } from "./parse.js";
+import { type PegArenaJson, arenaFromJson, arenaToJson } from "./serialize.js";
+
+export class PegArena {
+  /** Parser nodes, addressed by id. */
+  readonly nodes: readonly PegNode[];
+  /** Rule name -> id of its `rule` node. */
+  readonly rules: ReadonlyMap<string, PegNodeId>;
+  /** Id of the root parser, or -1 when none is set. */
+  readonly root: PegNodeId;
+  private compiled: CompiledParser | undefined;
+
+  constructor(nodes: readonly PegNode[], rules: ReadonlyMap<string, PegNodeId>, root: PegNodeId) {
+    this.nodes = Object.freeze(nodes.slice());
+    this.rules = new Map(rules);
+    this.root = root;
+  }
+
+  /** Loads an arena from the JSON shape of `common_peg_arena::to_json()` (an object or its text). */
+  static fromJSON(json: unknown): PegArena {
+    const { nodes, rules, root } = arenaFromJson(json);
+    return new PegArena(nodes, rules, root);
+  }
+
+  /** The JSON shape of `common_peg_arena::to_json()`: `{parsers, rules, root}`. */
+  toJSON(): PegArenaJson {
+    return arenaToJson(this.nodes, this.rules, this.root);
+  }
+
+  get size(): number {
+    return this.nodes.length;
+  }
+
+  /** Id of the rule node named `name`; throws when there is none. */
+  getRule(name: string): PegNodeId {
+    const id = this.rules.get(name);
+    if (id === undefined) throw new LlamapegError("ERR_PEG_INVALID", `rule not found: ${name}`, { where: `rules/${name}` });
+    return id;
+  }
+
+  hasRule(name: string): boolean {
+    return this.rules.has(name);
+  }
+
+  /**
+   * Parses UTF-8 input (a string is encoded first; positions are always byte offsets).
+   * With `partial: true` the input may be a prefix of a longer text: the result is `need_more_input`
+   * where the grammar wants more, and the AST built so far comes back with partial nodes marked.
+   */
+  parse(input: string | Uint8Array, options: PegParseOptions = {}): PegParseResult {
+    if (this.root === INVALID_NODE_ID) throw new LlamapegError("ERR_PEG_INVALID", "no root parser set", { where: "root" });
+    return this.parseFrom(this.root, input, options);
+  }
+
+  /** Parses with the parser `id` as the root. */
+  parseFrom(id: PegNodeId, input: string | Uint8Array, options: PegParseOptions = {}): PegParseResult {
+    if (!Number.isInteger(id) || id < 0 || id >= this.nodes.length) {
+      throw new LlamapegError("ERR_INVALID_ARGUMENT", `no parser with id ${id}`, { where: "id" });
+    }
+    this.compiled ??= new CompiledParser(this.nodes, this.rules);
+    return this.compiled.parse(id, input, options);
+  }
+
+  /** Writes this arena's rules into a grammar builder (the reference's `build_grammar(builder, lazy)`). */
+  buildGrammar(builder: GrammarBuilder, lazy = false): void {
+    buildArenaGrammar(this, builder, lazy);
+  }
+
+  /**
+   * GBNF for this arena. `lazy`: only the trigger rules (and what they reach), with `root` their
+   * alternation, for grammars that activate on a trigger.
+   */
+  toGbnf(options: { lazy?: boolean } = {}): string {
+    return buildGrammar((b) => this.buildGrammar(b, options.lazy === true));
+  }
+
+  /** One-line description of the subtree at `id` (default: the root), as the reference's `dump()`. */
+  dump(id: PegNodeId = this.root): string {
+    return dumpNode(this.nodes, id);
+  }
+}

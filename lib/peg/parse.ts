@@ -1,0 +1,578 @@
+/**
+ * Parsing: each arena node is compiled once into a closure `(state, pos) => status`; the closures call
+ * each other through an array indexed by node id (so recursive rules need no special casing).
+ *
+ * Semantics follow llama.cpp's `parser_executor` exactly, including the end position it reports on
+ * failure, because conformance tests compare both. Differences are in the mechanics only:
+ * - rule results are memoized per (rule, position) (packrat), which bounds the work at
+ *   O(rules x input) instead of exponential backtracking; the reference re-parses;
+ * - AST node ids produced on the way to a result live on one shared stack instead of per-result vectors.
+ */
+import { LlamapegError } from "../errors.js";
+import { PegAst, type PegAstId } from "./ast.js";
+import { dumpNode } from "./dump.js";
+import { type PegNode, type PegNodeId, assertNeverNode } from "./nodes.js";
+import { CodepointTrie, TRIE_NO_MATCH } from "./trie.js";
+import { UTF8_INCOMPLETE, UTF8_INVALID, decodeUtf8At, isCSpace, utf8Encode } from "./utf8.js";
+
+export const FAIL = 0;
+export const SUCCESS = 1;
+export const NEED_MORE_INPUT = 2;
+type Status = typeof FAIL | typeof SUCCESS | typeof NEED_MORE_INPUT;
+
+export type PegParseType = "fail" | "success" | "need_more_input";
+const TYPE_NAMES: readonly PegParseType[] = ["fail", "success", "need_more_input"];
+
+export interface PegParseOptions {
+  /**
+   * The input may continue (streaming): parsers that reach the end of the input answer
+   * `need_more_input` instead of failing. The reference's LENIENT flag. Default false (complete input).
+   */
+  partial?: boolean;
+  /** Byte offset to start at (default 0). */
+  start?: number;
+  /** Trace every parser call: `true` writes to stderr, a function receives each line. */
+  debug?: boolean | ((line: string) => void);
+}
+
+export interface PegParseResult {
+  type: PegParseType;
+  /** byte offset the parse started at */
+  start: number;
+  /** byte offset where the root parser stopped (on failure: where the reference reports it) */
+  end: number;
+  /** the tagged tree; `ast.roots` are the result's top-level nodes */
+  ast: PegAst;
+}
+
+/** Mutable state of one parse. One class so every closure sees the same object shape. */
+class ParseState {
+  readonly input: Uint8Array;
+  readonly len: number;
+  readonly lenient: boolean;
+  /** end offset of the last result */
+  end = 0;
+  /** AST ids produced by the parsers on the current path; truncated on backtracking */
+  readonly stack: PegAstId[] = [];
+  readonly ruleOf: string[] = [];
+  readonly tagOf: string[] = [];
+  readonly startOf: number[] = [];
+  readonly endOf: number[] = [];
+  readonly partialOf: boolean[] = [];
+  readonly childrenOf: PegAstId[][] = [];
+  /** (pos * ruleCount + ruleIndex) -> memo slot */
+  readonly memo = new Map<number, number>();
+  readonly memoStatus: Status[] = [];
+  readonly memoEnd: number[] = [];
+  readonly memoNode: PegAstId[] = [];
+  readonly tmp = { cp: 0, len: 0 };
+  readonly tmp2 = { cp: 0, len: 0 };
+  depth = 0;
+  readonly trace: ((line: string) => void) | undefined;
+
+  constructor(input: Uint8Array, lenient: boolean, trace: ((line: string) => void) | undefined) {
+    this.input = input;
+    this.len = input.length;
+    this.lenient = lenient;
+    this.trace = trace;
+  }
+
+  addNode(rule: string, tag: string, start: number, end: number, children: PegAstId[], partial: boolean): PegAstId {
+    const id = this.ruleOf.length;
+    this.ruleOf.push(rule);
+    this.tagOf.push(tag);
+    this.startOf.push(start);
+    this.endOf.push(end);
+    this.partialOf.push(partial);
+    this.childrenOf.push(children);
+    return id;
+  }
+}
+
+type ParseFn = (s: ParseState, pos: number) => Status;
+
+/** An arena compiled for parsing. Built once per arena (lazily) and reused by every parse. */
+export class CompiledParser {
+  private readonly fns: ParseFn[];
+  private tracedFns: ParseFn[] | undefined;
+  private readonly nodes: readonly PegNode[];
+  private readonly rules: ReadonlyMap<string, PegNodeId>;
+
+  constructor(nodes: readonly PegNode[], rules: ReadonlyMap<string, PegNodeId>) {
+    this.nodes = nodes;
+    this.rules = rules;
+    this.fns = compileAll(nodes, rules);
+  }
+
+  parse(root: PegNodeId, input: string | Uint8Array, options: PegParseOptions = {}): PegParseResult {
+    const bytes = typeof input === "string" ? utf8Encode(input) : input;
+    const start = options.start ?? 0;
+    if (!Number.isInteger(start) || start < 0 || start > bytes.length) {
+      throw new LlamapegError("ERR_INVALID_ARGUMENT", `parse start ${start} is outside the input (0..${bytes.length})`, { where: "options.start" });
+    }
+    const trace = options.debug === true ? (line: string) => process.stderr.write(line + "\n") : options.debug || undefined;
+    const fns = trace ? (this.tracedFns ??= traceAll(this.fns, this.nodes)) : this.fns;
+    const s = new ParseState(bytes, options.partial === true, trace);
+    let status: Status;
+    try {
+      status = fns[root]!(s, start);
+    } catch (e) {
+      if (e instanceof RangeError) {
+        throw new LlamapegError("ERR_PEG_PARSE", `input nested too deeply for the parser stack (${e.message})`, { where: "parse", cause: e });
+      }
+      throw e;
+    }
+    void this.rules;
+    const ast = new PegAst(bytes, s.stack.slice(), s.ruleOf, s.tagOf, s.startOf, s.endOf, s.partialOf, s.childrenOf);
+    return { type: TYPE_NAMES[status]!, start, end: s.end, ast };
+  }
+}
+
+function compileAll(nodes: readonly PegNode[], rules: ReadonlyMap<string, PegNodeId>): ParseFn[] {
+  const fns: ParseFn[] = new Array<ParseFn>(nodes.length);
+  let ruleCount = 0;
+  const ruleIndex = new Map<PegNodeId, number>();
+  nodes.forEach((n, i) => {
+    if (n.kind === "rule") ruleIndex.set(i, ruleCount++);
+  });
+  for (let id = 0; id < nodes.length; id++) {
+    fns[id] = compileNode(nodes[id]!, id, fns, rules, ruleIndex.get(id) ?? 0, ruleCount);
+  }
+  return fns;
+}
+
+function traceAll(fns: readonly ParseFn[], nodes: readonly PegNode[]): ParseFn[] {
+  return fns.map((fn, id) => (s: ParseState, pos: number): Status => {
+    const pad = "  ".repeat(s.depth);
+    s.trace!(`${pad}${nodes[id]!.kind.toUpperCase()} #${id} at ${pos}: ${dumpNode(nodes, id).slice(0, 120)}`);
+    s.depth++;
+    const r = fn(s, pos);
+    s.depth--;
+    s.trace!(`${pad}-> ${TYPE_NAMES[r]} ${pos}..${s.end}`);
+    return r;
+  });
+}
+
+function compileNode(
+  node: PegNode,
+  id: PegNodeId,
+  fns: ParseFn[],
+  rules: ReadonlyMap<string, PegNodeId>,
+  ruleIdx: number,
+  ruleCount: number,
+): ParseFn {
+  switch (node.kind) {
+    case "epsilon":
+      return (s, pos) => {
+        s.end = pos;
+        return SUCCESS;
+      };
+    case "start":
+      return (s, pos) => {
+        s.end = pos;
+        return pos === 0 ? SUCCESS : FAIL;
+      };
+    case "end":
+      return (s, pos) => {
+        s.end = pos;
+        return pos >= s.len ? SUCCESS : FAIL;
+      };
+    case "literal": {
+      const lit = utf8Encode(node.text);
+      const n = lit.length;
+      return (s, pos) => {
+        const inp = s.input;
+        const len = s.len;
+        let p = pos;
+        for (let i = 0; i < n; i++) {
+          if (p >= len) {
+            if (!s.lenient) {
+              s.end = pos;
+              return FAIL;
+            }
+            s.end = p;
+            return NEED_MORE_INPUT;
+          }
+          if (inp[p] !== lit[i]) {
+            s.end = pos;
+            return FAIL;
+          }
+          p++;
+        }
+        s.end = p;
+        return SUCCESS;
+      };
+    }
+    case "sequence": {
+      const children = node.children.slice();
+      const n = children.length;
+      return (s, pos) => {
+        const mark = s.stack.length;
+        let p = pos;
+        for (let i = 0; i < n; i++) {
+          const r = fns[children[i]!]!(s, p);
+          if (r === FAIL) {
+            s.stack.length = mark;
+            return FAIL; // end: where the failing child stopped, as the reference reports
+          }
+          if (r === NEED_MORE_INPUT) return NEED_MORE_INPUT;
+          p = s.end;
+        }
+        s.end = p;
+        return SUCCESS;
+      };
+    }
+    case "choice": {
+      const children = node.children.slice();
+      const n = children.length;
+      return (s, pos) => {
+        for (let i = 0; i < n; i++) {
+          const r = fns[children[i]!]!(s, pos);
+          if (r !== FAIL) return r;
+        }
+        s.end = pos;
+        return FAIL;
+      };
+    }
+    case "repetition": {
+      const { child, min, max } = node;
+      return (s, pos) => {
+        const mark = s.stack.length;
+        let p = pos;
+        let count = 0;
+        const fn = fns[child]!;
+        while (max === -1 || count < max) {
+          if (p >= s.len) break;
+          const before = s.stack.length;
+          const r = fn(s, p);
+          if (r === SUCCESS) {
+            if (s.end === p) {
+              // empty match: stop, and drop what it produced (as the reference does)
+              s.stack.length = before;
+              break;
+            }
+            p = s.end;
+            count++;
+            continue;
+          }
+          if (r === NEED_MORE_INPUT) return NEED_MORE_INPUT;
+          break;
+        }
+        if (min > 0 && count < min) {
+          if (p >= s.len && s.lenient) {
+            s.end = p;
+            return NEED_MORE_INPUT;
+          }
+          s.stack.length = mark;
+          s.end = p;
+          return FAIL;
+        }
+        s.end = p;
+        return SUCCESS;
+      };
+    }
+    case "and": {
+      const child = node.child;
+      return (s, pos) => {
+        const mark = s.stack.length;
+        const r = fns[child]!(s, pos);
+        s.stack.length = mark;
+        s.end = pos;
+        return r;
+      };
+    }
+    case "not": {
+      const child = node.child;
+      return (s, pos) => {
+        const mark = s.stack.length;
+        const r = fns[child]!(s, pos);
+        s.stack.length = mark;
+        s.end = pos;
+        return r === SUCCESS ? FAIL : r === NEED_MORE_INPUT ? NEED_MORE_INPUT : SUCCESS;
+      };
+    }
+    case "any":
+      return (s, pos) => {
+        const st = decodeUtf8At(s.input, pos, s.tmp);
+        if (st === UTF8_INCOMPLETE) {
+          s.end = pos;
+          return s.lenient ? NEED_MORE_INPUT : FAIL;
+        }
+        if (st === UTF8_INVALID) {
+          s.end = pos;
+          return FAIL;
+        }
+        s.end = pos + s.tmp.len;
+        return SUCCESS;
+      };
+    case "space":
+      return (s, pos) => {
+        const inp = s.input;
+        const len = s.len;
+        let p = pos;
+        while (p < len && isCSpace(inp[p]!)) p++;
+        s.end = p;
+        return SUCCESS;
+      };
+    case "chars":
+      return compileChars(node);
+    case "string":
+      return compileStringContent(node.delimiter);
+    case "until":
+      return compileUntil(node.delimiters);
+    case "schema":
+    case "gbnf":
+    case "ac": {
+      const child = node.child;
+      return (s, pos) => fns[child]!(s, pos);
+    }
+    case "rule": {
+      const { child, name } = node;
+      return (s, pos) => {
+        const key = pos * ruleCount + ruleIdx;
+        const slot = s.memo.get(key);
+        if (slot !== undefined) {
+          const st = s.memoStatus[slot]!;
+          s.end = s.memoEnd[slot]!;
+          if (st !== FAIL) s.stack.push(s.memoNode[slot]!);
+          return st;
+        }
+        const mark = s.stack.length;
+        const r = fns[child]!(s, pos);
+        let nodeId = -1;
+        if (r !== FAIL) {
+          const kids = s.stack.slice(mark);
+          s.stack.length = mark;
+          nodeId = s.addNode(name, "", pos, s.end, kids, r === NEED_MORE_INPUT);
+          s.stack.push(nodeId);
+        }
+        s.memo.set(key, s.memoStatus.length);
+        s.memoStatus.push(r);
+        s.memoEnd.push(s.end);
+        s.memoNode.push(nodeId);
+        return r;
+      };
+    }
+    case "tag": {
+      const { child, tag } = node;
+      return (s, pos) => {
+        const mark = s.stack.length;
+        const r = fns[child]!(s, pos);
+        if (r !== FAIL) {
+          const kids = s.stack.slice(mark);
+          s.stack.length = mark;
+          s.stack.push(s.addNode("", tag, pos, s.end, kids, r === NEED_MORE_INPUT));
+        }
+        return r;
+      };
+    }
+    case "ref": {
+      const target = rules.get(node.name);
+      if (target === undefined) {
+        const name = node.name;
+        return () => {
+          throw new LlamapegError("ERR_PEG_INVALID", `rule not found: ${name}`, { where: `parsers/${id}` });
+        };
+      }
+      return (s, pos) => fns[target]!(s, pos);
+    }
+    case "atomic": {
+      const child = node.child;
+      return (s, pos) => {
+        const mark = s.stack.length;
+        const r = fns[child]!(s, pos);
+        if (r === NEED_MORE_INPUT) s.stack.length = mark; // partial output is not wanted from an atomic parser
+        return r;
+      };
+    }
+    default:
+      return assertNeverNode(node);
+  }
+}
+
+function compileChars(node: Extract<PegNode, { kind: "chars" }>): ParseFn {
+  const { ranges, negated, min, max } = node;
+  // Membership of every ASCII code point, precomputed (negation included); others scan the ranges.
+  const ascii = new Uint8Array(128);
+  for (let c = 0; c < 128; c++) {
+    let m = false;
+    for (const r of ranges) if (c >= r.start && c <= r.end) m = true;
+    ascii[c] = m !== negated ? 1 : 0;
+  }
+  const matchesCp = (cp: number): boolean => {
+    let m = false;
+    for (let i = 0; i < ranges.length; i++) {
+      const r = ranges[i]!;
+      if (cp >= r.start && cp <= r.end) {
+        m = true;
+        break;
+      }
+    }
+    return m !== negated;
+  };
+  return (s, pos) => {
+    const inp = s.input;
+    const len = s.len;
+    let p = pos;
+    let count = 0;
+    while (max === -1 || count < max) {
+      let matches: boolean;
+      let n: number;
+      const b = p < len ? inp[p]! : 0x100;
+      if (b < 0x80) {
+        matches = ascii[b] === 1;
+        n = 1;
+      } else {
+        const st = decodeUtf8At(inp, p, s.tmp);
+        if (st === UTF8_INCOMPLETE) {
+          if (count >= min) {
+            s.end = p;
+            return SUCCESS;
+          }
+          if (!s.lenient) {
+            s.end = pos;
+            return FAIL;
+          }
+          s.end = p;
+          return NEED_MORE_INPUT;
+        }
+        if (st === UTF8_INVALID) {
+          if (count >= min) {
+            s.end = p;
+            return SUCCESS;
+          }
+          s.end = pos;
+          return FAIL;
+        }
+        matches = matchesCp(s.tmp.cp);
+        n = s.tmp.len;
+      }
+      if (!matches) break;
+      p += n;
+      count++;
+    }
+    if (count < min) {
+      s.end = p;
+      return p >= len && s.lenient ? NEED_MORE_INPUT : FAIL;
+    }
+    s.end = p;
+    return SUCCESS;
+  };
+}
+
+function isHex(b: number): boolean {
+  return (b >= 0x30 && b <= 0x39) || (b >= 0x61 && b <= 0x66) || (b >= 0x41 && b <= 0x46);
+}
+
+/** JSON-style string body up to the (unconsumed) delimiter; a dangling escape is held back while streaming. */
+function compileStringContent(delimiter: string): ParseFn {
+  const delim = utf8Encode(delimiter)[0] ?? 0;
+  return (s, pos) => {
+    const inp = s.input;
+    const len = s.len;
+    let p = pos;
+    while (p < len) {
+      const c = inp[p]!;
+      if (c === delim) {
+        s.end = p;
+        return SUCCESS;
+      }
+      if (c === 0x5c) {
+        const save = p;
+        p++;
+        if (p >= len) {
+          if (!s.lenient) {
+            s.end = pos;
+            return FAIL;
+          }
+          s.end = save; // the unmatched backslash is not part of the partial value
+          return NEED_MORE_INPUT;
+        }
+        const e = inp[p]!;
+        if (e === delim || e === 0x5c || e === 0x2f || e === 0x62 || e === 0x66 || e === 0x6e || e === 0x72 || e === 0x74) {
+          p++;
+          continue;
+        }
+        if (e === 0x75) {
+          p++;
+          for (let i = 0; i < 4; i++) {
+            if (p >= len) {
+              if (!s.lenient) {
+                s.end = pos;
+                return FAIL;
+              }
+              s.end = save; // nor is an incomplete \u escape
+              return NEED_MORE_INPUT;
+            }
+            if (!isHex(inp[p]!)) {
+              s.end = pos;
+              return FAIL;
+            }
+            p++;
+          }
+          continue;
+        }
+        s.end = pos;
+        return FAIL;
+      }
+      if (c < 0x80) {
+        p++;
+        continue;
+      }
+      const st = decodeUtf8At(inp, p, s.tmp);
+      if (st === UTF8_INCOMPLETE) {
+        if (!s.lenient) {
+          s.end = pos;
+          return FAIL;
+        }
+        s.end = p;
+        return NEED_MORE_INPUT;
+      }
+      if (st === UTF8_INVALID) {
+        s.end = pos;
+        return FAIL;
+      }
+      p += s.tmp.len;
+    }
+    s.end = p;
+    return s.lenient ? NEED_MORE_INPUT : FAIL;
+  };
+}
+
+/** Everything up to the first delimiter (or a prefix of one at the end of the input). */
+function compileUntil(delimiters: readonly string[]): ParseFn {
+  const trie = new CodepointTrie(delimiters);
+  const first = trie.firstBytes;
+  return (s, pos) => {
+    const inp = s.input;
+    const len = s.len;
+    let p = pos;
+    while (p < len) {
+      const b = inp[p]!;
+      let n = 1;
+      if (b >= 0x80) {
+        const st = decodeUtf8At(inp, p, s.tmp);
+        if (st === UTF8_INCOMPLETE) {
+          if (!s.lenient) {
+            s.end = pos;
+            return FAIL;
+          }
+          s.end = p;
+          return NEED_MORE_INPUT;
+        }
+        if (st === UTF8_INVALID) {
+          s.end = pos;
+          return FAIL;
+        }
+        n = s.tmp.len;
+      }
+      if (first[b] === 1 && trie.checkAt(inp, p, s.tmp2) !== TRIE_NO_MATCH) {
+        s.end = p;
+        return SUCCESS;
+      }
+      p += n;
+    }
+    s.end = p;
+    return s.lenient ? NEED_MORE_INPUT : SUCCESS;
+  };
+}
