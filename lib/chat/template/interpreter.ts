@@ -1,0 +1,498 @@
+/**
+ * Evaluates a @huggingface/jinja AST with llama.cpp's runtime semantics (`common/jinja/runtime.cpp`).
+ *
+ * Why not @huggingface/jinja's own `Interpreter`: its filters are hard-coded inside one method with
+ * no registration API, and its semantics differ from the reference in ways real templates hit
+ * (`{{ true }}` prints "true" not "True", `none + "x"` throws, loops over undefined throw, object
+ * keys must be strings, `tojson` spacing, `is defined` on members of undefined...). Prompts must be
+ * byte-identical to the reference, so the evaluation follows the reference, node by node, and the
+ * library supplies what it does well: the lexer (with lstrip_blocks/trim_blocks) and the parser.
+ */
+import type { Identifier, Node, NodeOf } from "./ast.js";
+import { GLOBALS, builtinsOf, isIn } from "./builtins.js";
+import {
+  type FuncArgs,
+  type JValue,
+  type RuntimeHooks,
+  TemplateRuntimeError,
+  arr,
+  asString,
+  bool,
+  equals,
+  float,
+  func,
+  int,
+  isNumeric,
+  markUsed,
+  obj,
+  objGet,
+  objSet,
+  printValue,
+  str,
+  truthy,
+  typeName,
+  undef,
+} from "./value.js";
+
+class BreakSignal {}
+class ContinueSignal {}
+
+/** A variable scope; like the reference's `context`, a child starts as a copy of its parent. */
+export class Scope {
+  readonly vars: Map<string, JValue>;
+  constructor(parent?: Scope) {
+    this.vars = parent ? new Map(parent.vars) : new Map();
+  }
+  get(name: string): JValue {
+    return this.vars.get(name) ?? undef(name);
+  }
+  set(name: string, v: JValue): void {
+    this.vars.set(name, v);
+  }
+}
+
+const FILTER_ALIASES: Record<string, string> = { count: "length", d: "default", e: "escape", trim: "strip" };
+const COERCED_TO_STRING = new Set(["capitalize", "lower", "replace", "strip", "title", "upper", "wordcount"]);
+
+export class Evaluator {
+  constructor(private readonly rt: RuntimeHooks) {}
+
+  /** Renders a whole program in `scope`. */
+  render(program: NodeOf<"Program">, scope: Scope): string {
+    return this.block(program.body, scope);
+  }
+
+  private block(stmts: readonly Node[], scope: Scope): string {
+    let out = "";
+    for (const s of stmts) out += printValue(this.eval(s, scope));
+    return out;
+  }
+
+  private call(fn: JValue, args: JValue[], what: string): JValue {
+    if (fn.kind !== "func") throw new TemplateRuntimeError(`Callee is not a function: got ${typeName(fn)} (${what})`);
+    const fa: FuncArgs = { name: fn.name, args: fn.self ? [fn.self, ...args] : args, rt: this.rt };
+    return fn.fn(fa);
+  }
+
+  /** try_builtin_func: the builtin `name` of `input`'s type, bound to it. */
+  private builtin(name: string, input: JValue, undefOnMissing: boolean): JValue {
+    if (this.rt.stats) markUsed(input, false, name);
+    const fn = builtinsOf(input)?.get(name);
+    if (fn) return func(name, fn, input);
+    if (undefOnMissing) return undef(name);
+    throw new TemplateRuntimeError(`Unknown (built-in) filter '${name}' for type ${typeName(input)}`);
+  }
+
+  eval(node: Node, scope: Scope): JValue {
+    switch (node.type) {
+      case "Program":
+        return str(this.block(node.body, scope));
+      case "StringLiteral":
+        return str(node.value);
+      case "IntegerLiteral":
+        return int(node.value);
+      case "FloatLiteral":
+        return float(node.value);
+      case "ArrayLiteral":
+        return arr(node.value.map((x) => this.eval(x, scope)));
+      case "TupleLiteral":
+        return arr(
+          node.value.map((x) => this.eval(x, scope)),
+          true,
+        );
+      case "ObjectLiteral": {
+        const o = obj();
+        for (const [k, v] of node.value) objSet(o, this.eval(k, scope), this.eval(v, scope));
+        return o;
+      }
+      case "Identifier":
+        return this.identifier(node, scope);
+      case "Comment":
+        return undef();
+      case "Break":
+        throw new BreakSignal();
+      case "Continue":
+        throw new ContinueSignal();
+      case "If":
+        return str(this.block(truthy(this.eval(node.test, scope)) ? node.body : node.alternate, scope));
+      case "For":
+        return this.forLoop(node, scope);
+      case "Set":
+        this.set(node, scope);
+        return undef();
+      case "Macro":
+        this.macro(node, scope);
+        return undef();
+      case "CallStatement":
+        return this.callStatement(node, scope);
+      case "MemberExpression":
+        return this.member(node, scope);
+      case "CallExpression": {
+        const args = node.args.map((a) => this.argument(a, scope));
+        const callee = this.eval(node.callee, scope);
+        return this.withScope(scope, () => this.call(callee, args, "call"));
+      }
+      case "KeywordArgumentExpression":
+        return { kind: "kwarg", key: node.key.value, value: this.eval(node.value, scope) };
+      case "BinaryExpression":
+        return this.binary(node, scope);
+      case "UnaryExpression": {
+        const v = this.eval(node.argument, scope);
+        if (node.operator.value === "not") return bool(!truthy(v));
+        if (node.operator.value === "-") {
+          if (v.kind === "int") return int(-v.v);
+          if (v.kind === "float") return float(-v.v);
+          throw new TemplateRuntimeError("Unary - operator requires numeric operand");
+        }
+        throw new TemplateRuntimeError(`Unknown unary operator '${node.operator.value}'`);
+      }
+      case "FilterExpression":
+        return this.filter(this.eval(node.operand, scope), node.filter, scope);
+      case "FilterStatement":
+        return this.filter(str(this.block(node.body, scope)), node.filter, scope);
+      case "TestExpression": {
+        const input = this.eval(node.operand, scope);
+        const test = GLOBALS.get("test_is_" + node.test.value);
+        if (!test) throw new TemplateRuntimeError(`Unknown test '${node.test.value}'`);
+        const r = truthy(test({ name: "test_is_" + node.test.value, args: [input], rt: this.rt }));
+        return bool(node.negate ? !r : r);
+      }
+      case "SelectExpression":
+        return truthy(this.eval(node.test, scope)) ? this.eval(node.lhs, scope) : undef();
+      case "Ternary":
+        return truthy(this.eval(node.condition, scope)) ? this.eval(node.trueExpr, scope) : this.eval(node.falseExpr, scope);
+      case "SliceExpression":
+      case "SpreadExpression":
+      case "KeywordSpreadExpression":
+        throw new TemplateRuntimeError(`${node.type} is not supported here`);
+    }
+  }
+
+  private argument(a: Node, scope: Scope): JValue {
+    return this.eval(a, scope);
+  }
+
+  private identifier(node: Identifier, scope: Scope): JValue {
+    const v = scope.get(node.value);
+    if (v.kind !== "undefined") {
+      if (this.rt.stats) markUsed(v);
+      return v;
+    }
+    const g = GLOBALS.get(node.value);
+    if (g) return func(node.value, g);
+    return undef(node.value);
+  }
+
+  private binary(node: NodeOf<"BinaryExpression">, scope: Scope): JValue {
+    const op = node.operator.value;
+    const left = this.eval(node.left, scope);
+    if (op === "and") return truthy(left) ? this.eval(node.right, scope) : left;
+    if (op === "or") return truthy(left) ? left : this.eval(node.right, scope);
+    const right = this.eval(node.right, scope);
+    if (op === "==") return bool(equals(left, right));
+    if (op === "!=") return bool(!equals(left, right));
+
+    const nullish = (v: JValue): boolean => v.kind === "none" || v.kind === "undefined";
+    // the reference treats None/undefined as "" when concatenated with a string
+    const concatNull = (): JValue | undefined => {
+      if ((op === "+" || op === "~") && ((nullish(left) && right.kind === "string") || (nullish(right) && left.kind === "string")))
+        return str((nullish(left) ? "" : asString(left)) + (nullish(right) ? "" : asString(right)));
+      return undefined;
+    };
+    if (left.kind === "undefined" || right.kind === "undefined") {
+      if (right.kind === "undefined" && (op === "in" || op === "not in")) return bool(op === "not in");
+      const r = concatNull();
+      if (r) return r;
+      throw new TemplateRuntimeError(`Cannot perform operation ${op} on undefined values`);
+    }
+    if (left.kind === "none" || right.kind === "none") {
+      const r = concatNull();
+      if (r) return r;
+      throw new TemplateRuntimeError("Cannot perform operation on null values");
+    }
+    if (isNumeric(left) && isNumeric(right)) {
+      const a = left.v;
+      const b = right.v;
+      const isFloat = left.kind === "float" || right.kind === "float";
+      switch (op) {
+        case "+":
+        case "-":
+        case "*": {
+          const r = op === "+" ? a + b : op === "-" ? a - b : a * b;
+          return isFloat ? float(r) : int(r);
+        }
+        case "/":
+          return float(a / b);
+        case "%": {
+          const r = a % b;
+          return isFloat ? float(r) : int(r);
+        }
+        case "<":
+          return bool(a < b);
+        case ">":
+          return bool(a > b);
+        case ">=":
+          return bool(a >= b);
+        case "<=":
+          return bool(a <= b);
+      }
+    }
+    const isIn_ = (): boolean => truthy(isIn({ name: "test_is_in", args: [left, right], rt: this.rt }));
+    if (left.kind === "array" && right.kind === "array") {
+      if (op === "+") return arr([...left.items, ...right.items]);
+    } else if (right.kind === "array") {
+      if (op === "in") return bool(isIn_());
+      if (op === "not in") return bool(!isIn_());
+    }
+    if ((left.kind === "string" || right.kind === "string") && (op === "~" || op === "+"))
+      return str(asString(left) + asString(right));
+    if (op === "*" && ((left.kind === "string" && right.kind === "int") || (left.kind === "int" && right.kind === "string"))) {
+      const s = left.kind === "string" ? left.v : asString(right);
+      const n = left.kind === "int" ? left.v : (right as { v: number }).v;
+      return str(n <= 0 ? "" : s.repeat(n));
+    }
+    if (left.kind === "string" && right.kind === "string") {
+      if (op === "in") return bool(isIn_());
+      if (op === "not in") return bool(!isIn_());
+    }
+    if (right.kind === "object") {
+      if (op === "in") return bool(isIn_());
+      if (op === "not in") return bool(!isIn_());
+    }
+    throw new TemplateRuntimeError(`Unknown operator "${op}" between ${typeName(left)} and ${typeName(right)}`);
+  }
+
+  private filter(input0: JValue, filter: Node, scope: Scope): JValue {
+    let input = input0;
+    let name: string;
+    let args: JValue[] = [];
+    if (filter.type === "Identifier") {
+      name = filter.value;
+    } else if (filter.type === "CallExpression") {
+      if (filter.callee.type !== "Identifier") throw new TemplateRuntimeError("Filter callee must be an identifier");
+      name = filter.callee.value;
+      args = filter.args.map((a) => this.argument(a, scope));
+    } else {
+      throw new TemplateRuntimeError("Invalid filter expression");
+    }
+    name = FILTER_ALIASES[name] ?? name;
+    if (filter.type === "Identifier" && input.kind !== "undefined" && input.kind !== "string" && COERCED_TO_STRING.has(name))
+      input = str(asString(input));
+    return this.call(this.builtin(name, input, false), args, `filter ${name}`);
+  }
+
+  private member(node: NodeOf<"MemberExpression">, scope: Scope): JValue {
+    const object = this.eval(node.object, scope);
+    let property: JValue;
+    if (node.computed) {
+      if (node.property.type === "SliceExpression") return this.slice(object, node.property, scope);
+      property = this.eval(node.property, scope);
+    } else {
+      if (node.property.type !== "Identifier") throw new TemplateRuntimeError("Static member property must be an identifier");
+      property = str(node.property.value);
+      // like jinja2, obj.name prefers the builtin of that name over a key of that name
+      const b = this.builtin(node.property.value, object, true);
+      if (b.kind !== "undefined") return b;
+    }
+    let val: JValue = undef("object_property");
+    if (property.kind === "undefined") return val;
+    if (property.kind === "object" || (property.kind === "array" && !property.tuple) || property.kind === "func")
+      throw new TemplateRuntimeError(`Type: ${typeName(property)} is not allowed as object key`);
+    if (object.kind === "undefined") return val;
+    if (object.kind === "object") {
+      val = objGet(object, property) ?? this.builtin(asString(property), object, true);
+    } else if (object.kind === "array" || object.kind === "string") {
+      if (property.kind === "int") {
+        if (object.kind === "array") {
+          const i = property.v < 0 ? property.v + object.items.length : property.v;
+          if (i >= 0 && i < object.items.length) val = object.items[i]!;
+        } else if (property.v >= 0 && property.v < object.v.length) {
+          val = str(object.v[property.v]!);
+        }
+      } else if (property.kind === "string") {
+        val = this.builtin(property.v, object, true);
+      } else {
+        throw new TemplateRuntimeError(`Cannot access property with non-string/non-number: got ${typeName(property)}`);
+      }
+    } else {
+      if (property.kind !== "string") throw new TemplateRuntimeError(`Cannot access property with non-string: got ${typeName(property)}`);
+      val = this.builtin(property.v, object, true);
+    }
+    if (this.rt.stats) {
+      markUsed(val);
+      markUsed(object, false, property.kind === "int" ? "array_access" : property.kind === "string" ? "object_access" : undefined);
+      markUsed(property);
+    }
+    return val;
+  }
+
+  private slice(object: JValue, s: NodeOf<"SliceExpression">, scope: Scope): JValue {
+    const size = object.kind === "array" ? object.items.length : object.kind === "string" ? Buffer.byteLength(object.v) : 0;
+    const step = s.step ? this.eval(s.step, scope) : int(1);
+    const neg = step.kind === "int" && step.v < 0;
+    const start = s.start ? this.eval(s.start, scope) : int(neg ? size - 1 : 0);
+    const stop = s.stop ? this.eval(s.stop, scope) : int(neg ? -1 : size);
+    return this.call(this.builtin("slice", object, false), [start, stop, step], "slice");
+  }
+
+  private forLoop(node: NodeOf<"For">, ctx: Scope): JValue {
+    const scope = new Scope(ctx);
+    const iterNode = node.iterable.type === "SelectExpression" ? node.iterable.lhs : node.iterable;
+    const testNode = node.iterable.type === "SelectExpression" ? node.iterable.test : undefined;
+    let iterable = this.eval(iterNode, scope);
+    if (this.rt.stats) markUsed(iterable, false, "array_access");
+    if (iterable.kind === "undefined") iterable = arr([]);
+    if (iterable.kind !== "array" && iterable.kind !== "object")
+      throw new TemplateRuntimeError(`Expected iterable or object type in for loop: got ${typeName(iterable)}`);
+    const isObject = iterable.kind === "object";
+    const items: JValue[] =
+      iterable.kind === "object" ? [...iterable.entries.values()].map(([k, v]) => arr([k, v], true)) : [...iterable.items];
+    if (this.rt.stats) markUsed(iterable, false, isObject ? "object_access" : "array_access");
+
+    const bind = (target: Scope, item: JValue): void => {
+      if (node.loopvar.type === "Identifier") {
+        target.set(node.loopvar.value, isObject && item.kind === "array" ? item.items[0]! : item);
+      } else if (node.loopvar.type === "TupleLiteral") {
+        if (item.kind !== "array") throw new TemplateRuntimeError(`Cannot unpack non-iterable type: ${typeName(item)}`);
+        const names = node.loopvar.value;
+        if (names.length !== item.items.length)
+          throw new TemplateRuntimeError(`Too ${names.length > item.items.length ? "few" : "many"} items to unpack`);
+        names.forEach((n, j) => {
+          if (n.type !== "Identifier") throw new TemplateRuntimeError(`Cannot unpack non-identifier type: ${n.type}`);
+          target.set(n.value, item.items[j]!);
+        });
+      } else {
+        throw new TemplateRuntimeError(`Invalid loop variable(s): ${node.loopvar.type}`);
+      }
+    };
+
+    const kept: JValue[] = [];
+    for (const item of items) {
+      if (node.loopvar.type === "TupleLiteral" && item.kind !== "array")
+        throw new TemplateRuntimeError(`Cannot unpack non-iterable type: ${typeName(item)}`);
+      if (testNode) {
+        const loopScope = new Scope(scope);
+        bind(loopScope, item);
+        if (!truthy(this.eval(testNode, loopScope))) continue;
+      }
+      kept.push(item);
+    }
+
+    let out = "";
+    let noIteration = true;
+    for (let i = 0; i < kept.length; i++) {
+      const n = kept.length;
+      const loop = obj(
+        [
+          [str("index"), int(i + 1)],
+          [str("index0"), int(i)],
+          [str("revindex"), int(n - i)],
+          [str("revindex0"), int(n - i - 1)],
+          [str("first"), bool(i === 0)],
+          [str("last"), bool(i === n - 1)],
+          [str("length"), int(n)],
+          [str("previtem"), i > 0 ? kept[i - 1]! : undef("previtem")],
+          [str("nextitem"), i < n - 1 ? kept[i + 1]! : undef("nextitem")],
+        ],
+        false,
+      );
+      scope.set("loop", loop);
+      bind(scope, kept[i]!);
+      try {
+        for (const s of node.body) out += printValue(this.eval(s, scope));
+      } catch (e) {
+        if (e instanceof ContinueSignal) continue;
+        if (e instanceof BreakSignal) break;
+        throw e;
+      }
+      noIteration = false;
+    }
+    if (noIteration) out += this.block(node.defaultBlock, ctx);
+    return str(out);
+  }
+
+  private set(node: NodeOf<"Set">, scope: Scope): void {
+    const rhs = node.value ? this.eval(node.value, scope) : str(this.block(node.body, scope));
+    const target = node.assignee;
+    if (target.type === "Identifier") {
+      scope.set(target.value, rhs);
+    } else if (target.type === "TupleLiteral") {
+      if (rhs.kind !== "array") throw new TemplateRuntimeError(`Cannot unpack non-iterable type in set: ${typeName(rhs)}`);
+      if (rhs.items.length !== target.value.length)
+        throw new TemplateRuntimeError(`Too ${target.value.length > rhs.items.length ? "few" : "many"} items to unpack in set`);
+      target.value.forEach((n, i) => {
+        if (n.type !== "Identifier") throw new TemplateRuntimeError(`Cannot unpack to non-identifier in set: ${n.type}`);
+        scope.set(n.value, rhs.items[i]!);
+      });
+    } else if (target.type === "MemberExpression") {
+      if (target.computed) throw new TemplateRuntimeError("Cannot assign to computed member");
+      if (target.property.type !== "Identifier") throw new TemplateRuntimeError("Cannot assign to member with non-identifier property");
+      const o = this.eval(target.object, scope);
+      if (o.kind !== "object") throw new TemplateRuntimeError("Cannot assign to member of non-object");
+      objSet(o, str(target.property.value), rhs);
+    } else {
+      throw new TemplateRuntimeError(`Invalid LHS inside assignment expression: ${target.type}`);
+    }
+  }
+
+  /** bind_parameters: positional or keyword by name; defaults evaluated in the caller's scope. */
+  private bindParams(name: string, params: readonly Node[], args: readonly JValue[], callerScope: Scope, target: Scope): void {
+    const kw = (key: string, i: number): JValue => {
+      for (const a of args) if (a.kind === "kwarg" && a.key === key) return a.value;
+      const p = args[i];
+      return p !== undefined && p.kind !== "kwarg" ? p : undef();
+    };
+    params.forEach((p, i) => {
+      if (i < args.length) {
+        if (p.type === "Identifier") target.set(p.value, kw(p.value, i));
+        else if (p.type === "KeywordArgumentExpression") target.set(p.key.value, kw(p.key.value, i));
+        else throw new TemplateRuntimeError(`Invalid parameter type in '${name}'`);
+      } else if (p.type === "KeywordArgumentExpression") {
+        target.set(p.key.value, this.eval(p.value, callerScope));
+      } else {
+        throw new TemplateRuntimeError(`Not enough arguments provided to '${name}'`);
+      }
+    });
+  }
+
+  private macro(node: NodeOf<"Macro">, scope: Scope): void {
+    const name = node.name.value;
+    // like the reference, the body runs in a copy of the CALLER's scope (dynamic scoping)
+    const fn = (a: FuncArgs & { scope?: Scope }): JValue => {
+      const caller = a.scope ?? scope;
+      const macroScope = new Scope(caller);
+      this.bindParams(name, node.args, a.args, caller, macroScope);
+      return str(this.block(node.body, macroScope));
+    };
+    scope.set(name, { kind: "func", name, fn: (a) => fn({ ...a, scope: this.currentScope ?? scope }) });
+  }
+
+  /** The scope of the call expression being evaluated; macros read it to see the caller's variables. */
+  private currentScope: Scope | undefined;
+
+  private callStatement(node: NodeOf<"CallStatement">, scope: Scope): JValue {
+    if (node.call.type !== "CallExpression") throw new TemplateRuntimeError("Call statement requires a valid call expression");
+    const callee = this.eval(node.call.callee, scope);
+    if (callee.kind !== "func") throw new TemplateRuntimeError(`Callee is not a function: got ${typeName(callee)}`);
+    const callerScope = new Scope(scope);
+    const callerFn = func("caller", (a) => {
+      const blockScope = new Scope(callerScope);
+      this.bindParams("caller", node.callerArgs ?? [], a.args, callerScope, blockScope);
+      return str(this.block(node.body, blockScope));
+    });
+    const callScope = new Scope(scope);
+    callScope.set("caller", callerFn);
+    const args = node.call.args.map((a) => this.argument(a, scope));
+    return this.withScope(callScope, () => this.call(callee, args, "call block"));
+  }
+
+  private withScope<T>(s: Scope, f: () => T): T {
+    const prev = this.currentScope;
+    this.currentScope = s;
+    try {
+      return f();
+    } finally {
+      this.currentScope = prev;
+    }
+  }
+}
