@@ -78,6 +78,24 @@ function uniformRange(out: string[], from: string, to: string): void {
   out.push(")");
 }
 
+/**
+ * The digits that may follow a fixed first digit when the number must reach `rest` (same length
+ * or longer). The reference parses `rest` as a number, which drops its leading zeros, so
+ * `minimum: 105` also admitted 15 and 104; a leading zero is handled here as a digit of its own.
+ * Without a leading zero the output is the reference's.
+ */
+function lowerBoundSuffix(rest: string, out: string[], decimalsLeft: number): void {
+  if (rest.length < 2 || rest[0] !== "0") {
+    minMaxInt(BigInt(rest), null, out, decimalsLeft, false);
+    return;
+  }
+  const lessDecimals = Math.max(decimalsLeft - 1, 1);
+  out.push("[0] (");
+  lowerBoundSuffix(rest.slice(1), out, lessDecimals);
+  out.push(") | [1-9] ");
+  moreDigits(out, rest.length - 1, lessDecimals);
+}
+
 function minMaxInt(min: bigint | null, max: bigint | null, out: string[], decimalsLeft: number, topLevel: boolean): void {
   if (min !== null && max !== null) {
     if (min < 0n && max < 0n) {
@@ -142,7 +160,7 @@ function minMaxInt(min: bigint | null, max: bigint | null, out: string[], decima
       }
       digitRange(out, c, c);
       out.push(" (");
-      minMaxInt(BigInt(minS.slice(1)), null, out, lessDecimals, false);
+      lowerBoundSuffix(minS.slice(1), out, lessDecimals);
       out.push(")");
       if (c < "9") {
         out.push(" | ");

@@ -321,7 +321,9 @@ export class Normalizer {
   }
 
   private arrayNode(schema: Json, where: string): SchemaNode {
-    const key = has(schema, "items") ? "items" : "prefixItems";
+    // `prefixItems` + `items: false` is the 2020-12 closed tuple (the reference rejects it)
+    const closedTuple = has(schema, "prefixItems") && schema["items"] === false;
+    const key = has(schema, "items") && !closedTuple ? "items" : "prefixItems";
     const items = schema[key];
     const itemsWhere = pointerJoin(where, key);
     const consumed = ["type", key];
