@@ -7,7 +7,6 @@
 import { createHash } from "node:crypto";
 
 import { LlamapegError } from "../../errors.js";
-import { probeCaps } from "./caps.js";
 import { analyzeContent } from "./content.js";
 import { applyCorrections } from "./corrections.js";
 import { withOverrides } from "./overrides.js";
@@ -71,12 +70,9 @@ export function clearTemplateAnalysisCache(): void {
 }
 
 function runAnalysis(source: string, bosToken: string, eosToken: string, hash: string): TemplateAnalysis {
-  // the reference's lexer normalizes line ends and drops one trailing newline
-  let src = source.replace(/\r\n?/g, "\n");
-  if (src.endsWith("\n")) src = src.slice(0, -1);
-  const template = compileProbeTemplate(src, { bosToken, eosToken });
-  const caps = probeCaps(template);
-  const prober = new Prober(template, caps, toBytes(src));
+  const template = compileProbeTemplate(source, { bosToken, eosToken });
+  const caps = template.caps;
+  const prober = new Prober(template, caps, toBytes(template.source));
 
   const baseline = prober.render("baseline", { messages: [userMsg, assistantMsg] });
   if (baseline === null) {

@@ -1,13 +1,13 @@
 /**
- * How the analysis renders a probe conversation. This is the one seam between the analysis and
- * the template engine: `lib/chat/template/` (the project's renderer at parity with llama.cpp's
- * Jinja engine) replaces the local @huggingface/jinja adapter here, in `compileProbeTemplate`.
+ * How the analysis renders a probe conversation: through the project's renderer
+ * (lib/chat/template, at parity with llama.cpp's Jinja engine). This file is the one seam between
+ * the two.
  */
-import { Template } from "@huggingface/jinja";
-
 import { LlamapegError } from "../../errors.js";
+import { compileTemplate, patchTemplateSource, renderTemplate, templateCaps } from "../template/index.js";
+import type { TemplateCaps } from "./types.js";
 
-/** What one probe rendering gets: the reference's `template_params` plus the special tokens. */
+/** What one probe rendering gets: the reference's `template_params`. */
 export interface ProbeInputs {
   messages: unknown[];
   tools?: unknown[] | undefined;
@@ -22,35 +22,44 @@ export interface ProbeTokens {
 
 /** A compiled template that renders probe conversations (throws on a template error). */
 export interface ProbeTemplate {
+  /** The source as the reference analyses it (line ends normalized, load-time patches applied). */
+  readonly source: string;
+  readonly caps: TemplateCaps;
   render(inputs: ProbeInputs): string;
 }
 
 /**
  * Compiles `source` once. Like the reference's `common_chat_template_direct_apply`, the context
  * holds `messages`, `bos_token`, `eos_token`, `enable_thinking`, `tools` only when given, and
- * `add_generation_prompt` only when true (templates test `is defined`).
+ * `add_generation_prompt` only when true (templates test `is defined`). All probes of one
+ * analysis see the same `now`, so date lines cannot differ between the two sides of a pair.
  */
-export function compileProbeTemplate(source: string, tokens: ProbeTokens): ProbeTemplate {
-  let template: Template;
+export function compileProbeTemplate(rawSource: string, tokens: ProbeTokens): ProbeTemplate {
+  const source = patchTemplateSource(rawSource);
+  let caps: TemplateCaps;
   try {
-    template = new Template(source);
+    compileTemplate(source);
+    caps = templateCaps(source);
   } catch (e) {
     throw new LlamapegError("ERR_TEMPLATE_ANALYSIS", `template does not compile: ${(e as Error).message}`, {
       where: "template",
       cause: e,
     });
   }
+  const now = new Date();
   return {
+    source,
+    caps,
     render(inputs) {
-      const ctx: Record<string, unknown> = {
-        messages: structuredClone(inputs.messages),
+      const vars: Record<string, unknown> = {
+        messages: inputs.messages,
         bos_token: tokens.bosToken,
         eos_token: tokens.eosToken,
         enable_thinking: inputs.enableThinking,
       };
-      if (inputs.tools !== undefined) ctx["tools"] = structuredClone(inputs.tools);
-      if (inputs.addGenerationPrompt) ctx["add_generation_prompt"] = true;
-      return template.render(ctx);
+      if (inputs.tools !== undefined) vars["tools"] = inputs.tools;
+      if (inputs.addGenerationPrompt) vars["add_generation_prompt"] = true;
+      return renderTemplate(source, vars, { now });
     },
   };
 }
