@@ -1,0 +1,284 @@
+/**
+ * Whole-output grammars from a format description: reasoning block, content, and the three tool
+ * call shapes. These mirror the parser generator of llama.cpp's autoparser
+ * (`chat-auto-parser-generator.cpp`); the description fields mirror its analysis structs in
+ * camelCase, so template analysis fills them and hand-written formats can too.
+ */
+import type { PegParser } from "../../peg/builder.js";
+import { SchemaInfo } from "../../json-schema/schema-info.js";
+import { toolFunctions, toolParameters, toolProperties, toolRequired, type ChatTool } from "../tools.js";
+import type { ChatPegBuilder } from "./builder.js";
+import { standardJsonTools } from "./json-tools.js";
+
+export type ToolChoiceMode = "auto" | "required" | "none";
+
+/** Where tool calls go and how the section around them looks. */
+export interface ToolSectionFormat {
+  sectionStart: string;
+  sectionEnd: string;
+  perCallStart: string;
+  perCallEnd: string;
+  // JSON-native only:
+  funNameIsKey?: boolean;
+  toolsArrayWrapped?: boolean;
+  openaiWrapperTrigger?: boolean;
+  functionField?: string;
+  nameField?: string;
+  argsField?: string;
+  idField?: string;
+  genIdField?: string;
+  parameterOrder?: string[];
+}
+
+/** How a function name is written in the tag shapes (`<function=` NAME `>` ... `</function>`). */
+export interface ToolFunctionFormat {
+  namePrefix: string;
+  nameSuffix: string;
+  argsSeparator?: string;
+  close: string;
+}
+
+/** How arguments are written in the tag shapes. */
+export interface ToolArgumentsFormat {
+  start: string;
+  end: string;
+  namePrefix: string;
+  nameSuffix: string;
+  valuePrefix: string;
+  valueSuffix: string;
+  /** Accept whitespace between the last argument and the per-call end marker. */
+  tolerateIntertagWhitespace?: boolean;
+}
+
+/** An id the model writes between the function name and the arguments (`[CALL_ID]abc[ARGS]`). */
+export interface ToolCallIdFormat {
+  /** Only "between_func_and_args" (the default) is parsed; other positions are ignored, as in the reference. */
+  pos?: string;
+  prefix: string;
+  suffix: string;
+}
+
+export interface ToolsContext {
+  tools: readonly ChatTool[];
+  toolChoice: ToolChoiceMode;
+  parallel: boolean;
+  /** The reasoning parser that precedes content (ε when reasoning is not extracted). */
+  reasoning: PegParser;
+  /** Content always wrapped in these markers (both set), else bare. */
+  contentStart?: string;
+  contentEnd?: string;
+}
+
+/**
+ * An optional reasoning block: `start` (may be "") then reasoning up to `end`, markers tolerant of
+ * surrounding whitespace. ε when `end` is empty.
+ */
+export function reasoningParser(p: ChatPegBuilder, start: string, end: string): PegParser {
+  if (end === "") return p.eps();
+  const endTrimmed = end.trim();
+  if (start !== "") return p.optional(p.seq(p.optspace(start), p.reasoning(p.until(endTrimmed)), p.optspace(end)));
+  return p.optional(p.seq(p.reasoning(p.until(endTrimmed)), p.optspace(end)));
+}
+
+function alwaysWrapped(ctx: { contentStart?: string; contentEnd?: string }): boolean {
+  return !!ctx.contentStart && !!ctx.contentEnd;
+}
+
+/**
+ * An output with no tool calls: reasoning then content (the rest of the output, or the text inside
+ * the content markers). `extractingReasoning` false: text before the content start is content too.
+ */
+export function contentOnlyParser(
+  p: ChatPegBuilder,
+  ctx: { reasoning: PegParser; contentStart?: string; contentEnd?: string; extractingReasoning: boolean },
+): PegParser {
+  if (alwaysWrapped(ctx)) {
+    const start = ctx.contentStart!;
+    const end = ctx.contentEnd!;
+    if (ctx.extractingReasoning) return p.seq(ctx.reasoning, start, p.content(p.until(end)), end, p.end());
+    return p.seq(p.content(p.until(start)), start, p.content(p.until(end)), end, p.end());
+  }
+  return p.seq(ctx.reasoning, p.content(p.rest()), p.end());
+}
+
+function optionalWrappedContent(p: ChatPegBuilder, ctx: ToolsContext): PegParser {
+  return alwaysWrapped(ctx) ? p.optional(p.seq(ctx.contentStart!, p.content(p.until(ctx.contentEnd!)), ctx.contentEnd!)) : p.eps();
+}
+
+/** JSON-native calls (name inside the JSON), after optional content. */
+export function jsonNativeToolsParser(p: ChatPegBuilder, ctx: ToolsContext, format: ToolSectionFormat): PegParser {
+  let nameField = format.nameField ?? "name";
+  let argsField = format.argsField ?? "arguments";
+  const functionField = format.functionField ?? "function";
+  if (functionField !== "" && functionField !== "function" && !nameField.includes(".")) {
+    nameField = `${functionField}.${nameField}`;
+    argsField = `${functionField}.${argsField}`;
+  }
+  const common = {
+    tools: ctx.tools,
+    parallel: ctx.parallel,
+    force: ctx.toolChoice === "required",
+    nameKey: nameField,
+    argsKey: argsField,
+    arrayWrapped: format.toolsArrayWrapped ?? false,
+    functionIsKey: format.funNameIsKey ?? false,
+    callIdKey: format.idField ?? "",
+    genCallIdKey: format.genIdField ?? "",
+    parametersOrder: format.parameterOrder ?? [],
+    acceptOpenaiWrapper: format.openaiWrapperTrigger ?? false,
+  };
+  let tools: PegParser;
+  if (format.sectionStart === "" && format.perCallStart !== "") {
+    const single = standardJsonTools(p, { ...common, sectionStart: format.perCallStart, sectionEnd: format.perCallEnd });
+    tools = p.triggerRule("tool-calls", p.oneOrMore(single.then(p.space())));
+  } else {
+    tools = standardJsonTools(p, { ...common, sectionStart: format.sectionStart, sectionEnd: format.sectionEnd });
+  }
+  if (alwaysWrapped(ctx)) return p.seq(ctx.reasoning, optionalWrappedContent(p, ctx), tools, p.end());
+  const toolStart = format.sectionStart || format.perCallStart || "{";
+  return p.seq(ctx.reasoning, p.optional(p.content(p.until(toolStart))), tools, p.end());
+}
+
+interface FuncParts {
+  fn: ToolFunctionFormat;
+  section: ToolSectionFormat;
+  args: ToolArgumentsFormat;
+}
+
+/** One call: name tags, optional id, arguments, close (atomic where a partial header must not show). */
+function funcParser(p: ChatPegBuilder, parts: FuncParts, name: string, idSection: PegParser, haveId: boolean, args: PegParser, peek: PegParser | null): PegParser {
+  const { fn, section } = parts;
+  let open = p.toolOpen(p.seq(fn.namePrefix, p.toolName(p.literal(name)), fn.nameSuffix));
+  let matchedAtomic = false;
+  let func: PegParser;
+  if (fn.argsSeparator) open = p.seq(open, p.space(), fn.argsSeparator);
+  if (fn.nameSuffix !== "") {
+    func = p.seq(open, idSection, p.space(), args);
+    matchedAtomic = true;
+  } else if (haveId) {
+    func = p.seq(p.atomic(p.seq(open, idSection)), p.space(), args);
+    matchedAtomic = true;
+  } else if (peek !== null) {
+    func = p.seq(p.atomic(p.seq(open, idSection, p.space(), peek)), args);
+    matchedAtomic = true;
+  } else {
+    func = p.seq(open, idSection, p.space(), args);
+  }
+  if (fn.close !== "") {
+    func = p.seq(func, p.space(), p.toolClose(p.literal(fn.close)));
+  } else if (section.perCallEnd !== "") {
+    // Close only when the end marker is in sight, so "</" at the end of a stream does not close early.
+    const closePeek = parts.args.tolerateIntertagWhitespace
+      ? p.peek(p.seq(p.space(), section.perCallEnd))
+      : p.peek(p.literal(section.perCallEnd));
+    func = func.then(p.toolClose(closePeek));
+  } else {
+    func = func.then(p.toolClose(p.space())); // an empty close still runs the mapper's close step
+  }
+  return matchedAtomic ? func : p.atomic(func);
+}
+
+function idSectionOf(p: ChatPegBuilder, id: ToolCallIdFormat | undefined, argsStart: string, wrapSuffix: boolean): [PegParser, boolean] {
+  if (id === undefined || (id.pos !== undefined && id.pos !== "between_func_and_args") || id.prefix === "" || (id.suffix === "" && argsStart === "")) return [p.eps(), false];
+  if (id.suffix !== "") {
+    const inner = p.seq(id.prefix, p.toolId(p.until(id.suffix)));
+    // The two reference shapes differ on whether the suffix is inside the optional part.
+    return [wrapSuffix ? p.optional(p.seq(inner, id.suffix)) : p.seq(p.optional(inner), id.suffix), true];
+  }
+  return [p.optional(p.seq(id.prefix, p.toolId(p.until(argsStart)))), true];
+}
+
+function wrapCalls(p: ChatPegBuilder, ctx: ToolsContext, section: ToolSectionFormat, choices: PegParser, tagged: boolean): PegParser {
+  let calls: PegParser;
+  if (section.perCallStart !== "") {
+    const wrapped = tagged
+      ? p.seq(section.perCallStart, p.space(), choices, p.space(), section.perCallEnd)
+      : p.seq(section.perCallStart, choices, section.perCallEnd);
+    const body = ctx.parallel ? p.seq(wrapped, p.zeroOrMore(p.seq(p.space(), wrapped))) : wrapped;
+    calls = p.triggerRule("tool-call", tagged ? p.seq(body, p.space()) : body);
+    if (section.sectionStart !== "") {
+      const end = section.sectionEnd === "" ? p.end() : tagged ? p.seq(section.sectionEnd, p.space()) : p.literal(section.sectionEnd);
+      calls = p.triggerRule("tool-calls", p.seq(section.sectionStart, p.space(), calls, p.space(), end));
+    }
+  } else {
+    const sep = ", ";
+    const ws = (): PegParser[] => (tagged ? [p.space()] : []);
+    calls = ctx.parallel
+      ? p.triggerRule("tool-call", p.seq(section.sectionStart, ...ws(), choices, p.zeroOrMore(p.seq(sep, choices)), ...ws(), section.sectionEnd))
+      : p.triggerRule("tool-call", p.seq(section.sectionStart, ...ws(), choices, ...ws(), section.sectionEnd));
+  }
+  if (ctx.toolChoice !== "required") calls = p.optional(calls);
+  const trigger = section.sectionStart || section.perCallStart;
+  const before = trigger === "" ? p.eps() : p.until(trigger);
+  return p.seq(ctx.reasoning, p.optional(p.content(before)), calls, p.end());
+}
+
+/** Calls whose name is a tag and whose arguments are one JSON object. */
+export function tagJsonToolsParser(
+  p: ChatPegBuilder,
+  ctx: ToolsContext,
+  section: ToolSectionFormat,
+  fn: ToolFunctionFormat,
+  args: ToolArgumentsFormat,
+  callId?: ToolCallIdFormat,
+): PegParser {
+  let choices = p.choice([]);
+  for (const f of toolFunctions(ctx.tools)) {
+    const [idSection, haveId] = idSectionOf(p, callId, args.start, false);
+    let argsParser = p.toolArgs(p.schema(p.json(), `tool-${f.name}-schema`, toolParameters(f)));
+    if (args.start !== "") argsParser = p.seq(args.start, argsParser);
+    if (args.end !== "") argsParser = p.seq(argsParser, args.end);
+    const peek = args.start !== "" ? p.peek(p.literal(args.start)) : null;
+    choices = choices.or(p.rule(`tool-${f.name}`, funcParser(p, { fn, section, args }, f.name, idSection, haveId, argsParser, peek)));
+  }
+  return wrapCalls(p, ctx, section, choices, false);
+}
+
+/**
+ * Calls whose name and arguments are tags. Required arguments in definition order, then optional
+ * ones in any order; string-typed values are raw text up to the value suffix (quoted by the
+ * mapper), others are JSON checked against their schema.
+ */
+export function tagTaggedToolsParser(
+  p: ChatPegBuilder,
+  ctx: ToolsContext,
+  section: ToolSectionFormat,
+  fn: ToolFunctionFormat,
+  args: ToolArgumentsFormat,
+  callId?: ToolCallIdFormat,
+): PegParser {
+  const untilSuffix = p.rule("until-suffix", p.until(args.valueSuffix));
+  let choices = p.choice([]);
+  for (const f of toolFunctions(ctx.tools)) {
+    const params = toolParameters(f);
+    const required = toolRequired(f);
+    const info = new SchemaInfo();
+    info.resolveRefs(params);
+    const requiredParsers: PegParser[] = [];
+    const optionalParsers: PegParser[] = [];
+    for (const [param, schema] of toolProperties(f)) {
+      const value = info.resolvesToString(schema)
+        ? p.ac(p.seq(p.toolArgStringValue(untilSuffix), p.toolArgClose(p.literal(args.valueSuffix))), args.valueSuffix)
+        : p.seq(p.toolArgJsonValue(p.schema(p.json(), `tool-${f.name}-arg-${param}-schema`, schema, false)), p.toolArgClose(p.literal(args.valueSuffix)));
+      const arg = p.toolArg(p.seq(p.toolArgOpen(p.seq(args.namePrefix, p.toolArgName(p.literal(param)), args.nameSuffix)), args.valuePrefix, value));
+      const named = p.rule(`tool-${f.name}-arg-${param}`, arg);
+      (required.has(param) ? requiredParsers : optionalParsers).push(named);
+    }
+    let seq = p.eps();
+    requiredParsers.forEach((r, i) => {
+      if (i > 0) seq = seq.then(p.space());
+      seq = seq.then(r);
+    });
+    if (optionalParsers.length > 0) {
+      let anyOpt = p.choice([]);
+      for (const o of optionalParsers) anyOpt = anyOpt.or(o);
+      seq = seq.then(p.repeat(p.space().then(anyOpt), 0, -1));
+    }
+    if (args.start !== "") seq = p.seq(args.start, seq);
+    if (args.end !== "") seq = p.seq(seq, args.end);
+    const [idSection, haveId] = idSectionOf(p, callId, args.start, true);
+    const peek = args.namePrefix !== "" && requiredParsers.length > 0 ? p.peek(p.literal(args.namePrefix)) : null;
+    choices = choices.or(p.rule(`tool-${f.name}`, funcParser(p, { fn, section, args }, f.name, idSection, haveId, seq, peek)));
+  }
+  return wrapCalls(p, ctx, section, choices, true);
+}

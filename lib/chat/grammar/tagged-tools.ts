@@ -1,0 +1,68 @@
+/**
+ * Tool calls whose function name is a tag and whose arguments are tagged too (the "tag + tagged"
+ * shape), e.g. `<tool_call><function=f><param=city>Paris</param></function></tool_call>`.
+ * Mirrors llama.cpp's `common_chat_peg_builder::standard_constructed_tools`: parameter names may be
+ * bare, double- or single-quoted; each value is raw text closed by the parameter closer. The mapper
+ * turns the tags into a JSON object.
+ */
+import type { PegParser } from "../../peg/builder.js";
+import { toolFunctions, toolProperties, type ChatTool } from "../tools.js";
+import type { ChatPegBuilder } from "./builder.js";
+
+export interface ConstructedToolMarkers {
+  toolCallStartMarker?: string;
+  toolCallEndMarker?: string;
+  functionOpener?: string;
+  functionNameSuffix?: string;
+  functionCloser?: string;
+  parameterKeyPrefix?: string;
+  parameterKeySuffix?: string;
+  parameterCloser?: string;
+}
+
+export interface ConstructedToolsOptions {
+  markers?: ConstructedToolMarkers;
+  tools: readonly ChatTool[];
+  parallel: boolean;
+  /** tool_choice "required". */
+  force: boolean;
+}
+
+/** Tagged calls with tagged arguments (ε when there are no tools). Defaults as in the reference. */
+export function standardConstructedTools(p: ChatPegBuilder, o: ConstructedToolsOptions): PegParser {
+  const fns = toolFunctions(o.tools);
+  if (fns.length === 0) return p.eps();
+  const m = o.markers ?? {};
+  const sectionStart = m.toolCallStartMarker ?? "<tool_call>";
+  const sectionEnd = m.toolCallEndMarker ?? "</tool_call>";
+  const opener = m.functionOpener ?? "<function=";
+  const nameSuffix = m.functionNameSuffix ?? ">";
+  const closer = m.functionCloser ?? "</function>";
+  const keyPrefix = m.parameterKeyPrefix ?? "<param=";
+  const keySuffix = m.parameterKeySuffix ?? ">";
+  const paramCloser = m.parameterCloser ?? "</param>";
+
+  let choices = p.choice([]);
+  for (const fn of fns) {
+    let args = p.eps();
+    const props = toolProperties(fn);
+    if (props.length > 0) {
+      let argChoice = p.choice([]);
+      for (const [prop] of props) {
+        const argName = p.alt(prop, `"${prop}"`, `'${prop}'`);
+        const arg = p.toolArg(
+          p.seq(p.toolArgOpen(keyPrefix), p.toolArgName(argName), keySuffix, p.toolArgValue(p.until(paramCloser)), p.toolArgClose(paramCloser)),
+        );
+        argChoice = argChoice.or(arg);
+      }
+      args = p.zeroOrMore(argChoice.then(p.space()));
+    }
+    const tool = p.tool(
+      p.seq(p.toolOpen(p.seq(opener, p.toolName(fn.name), nameSuffix)), p.space(), p.toolArgs(args), p.space(), p.toolClose(closer)),
+    );
+    choices = choices.or(p.rule(`tool-${fn.name}`, tool));
+  }
+  const body = o.parallel ? p.oneOrMore(choices.then(p.space())) : p.seq(choices, p.space());
+  const section = p.triggerRule("tool-call", p.seq(sectionStart, p.space(), body, sectionEnd));
+  return o.force ? section : p.optional(section);
+}

@@ -1,0 +1,115 @@
+/**
+ * Parsing a model's output with a plan's PEG tree, then mapping the tagged AST to a message.
+ * Mirrors llama.cpp's `common_chat_peg_parse` (the generation prompt is parsed in front of the
+ * output; a partial parse that fails still yields what was recognized before the failure).
+ */
+import { LlamapegError } from "../errors.js";
+import type { PegAst } from "../peg/ast.js";
+import type { PegParseResult } from "../peg/parse.js";
+import { mapChatAst, type MapperAst, type MapperNode } from "./mapper.js";
+import { emptyAssistantMessage, type AssistantMessage } from "./messages.js";
+import type { ChatPlan } from "./plan.js";
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder("utf-8");
+
+/** Length of `bytes[0, end)` without a UTF-8 sequence cut short by `end`. */
+export function completeUtf8Prefix(bytes: Uint8Array, end: number): number {
+  for (let back = 1; back <= 3 && end - back >= 0; back++) {
+    const b = bytes[end - back]!;
+    if ((b & 0xc0) === 0x80) continue; // continuation byte: keep looking for the lead byte
+    const need = b >= 0xf0 ? 4 : b >= 0xe0 ? 3 : b >= 0xc0 ? 2 : 1;
+    return need > back ? end - back : end;
+  }
+  return end;
+}
+
+/** Decodes bytes [start, end); on partial input a character cut by the end of the input is left out. */
+function decodeRange(bytes: Uint8Array, start: number, end: number, partial: boolean): string {
+  if (partial && end === bytes.length) end = Math.max(start, completeUtf8Prefix(bytes, end));
+  return end > start ? decoder.decode(bytes.subarray(start, end)) : "";
+}
+
+interface AstNodeRef extends MapperNode {
+  readonly id: number;
+}
+
+/** Adapts a PEG AST to the mapper, reading the arena's columns directly (no per-node copies). */
+function mapperView(ast: PegAst, input: Uint8Array, partial: boolean): MapperAst<AstNodeRef> & { consumed(): number } {
+  let consumed = 0;
+  return {
+    roots: ast.roots,
+    node(id: number): AstNodeRef {
+      return { id, tag: ast.tagOf[id]!, children: ast.childrenOf[id]! };
+    },
+    text(node: AstNodeRef): string {
+      const end = ast.endOf[node.id]!;
+      if (end > consumed) consumed = end;
+      return decodeRange(input, ast.startOf[node.id]!, end, partial);
+    },
+    consumed: () => consumed,
+  };
+}
+
+export interface ChatParseOutcome {
+  message: AssistantMessage;
+  result: PegParseResult | null;
+  /** Byte offset (in the parsed input, generation prompt included) up to which text went into the message. */
+  consumed: number;
+}
+
+/**
+ * Parses `input` (the generation prompt already in front) and maps it. Never throws for output that
+ * does not match; the caller decides from `result.type`.
+ */
+export function runChatParser(plan: ChatPlan, input: Uint8Array, partial: boolean): ChatParseOutcome {
+  if (plan.parser === null) {
+    const message = emptyAssistantMessage();
+    message.content = decodeRange(input, 0, input.length, partial);
+    return { message, result: null, consumed: input.length };
+  }
+  const result = plan.parser.parse(input, { partial });
+  if (result.type === "fail" && !(partial && result.end > 0)) {
+    return { message: emptyAssistantMessage(), result, consumed: 0 };
+  }
+  const view = mapperView(result.ast, input, partial);
+  const message = mapChatAst(view);
+  return { message, result, consumed: view.consumed() };
+}
+
+export interface ParseChatOutputOptions {
+  /** The output may continue (streaming): accept a prefix of a valid output. Default false. */
+  partial?: boolean;
+}
+
+/**
+ * One-shot parse of a whole (or, with `partial`, a cut) model output into an assistant message.
+ * Throws `ERR_CHAT_PARSE` (with the byte position in `where`) when the output does not match the
+ * plan's format.
+ */
+export function parseChatOutput(plan: ChatPlan, text: string | Uint8Array, options: ParseChatOutputOptions = {}): AssistantMessage {
+  const partial = options.partial === true;
+  const out = typeof text === "string" ? encoder.encode(text) : text;
+  const prompt = encoder.encode(plan.generationPrompt);
+  let input = out;
+  if (prompt.length > 0) {
+    input = new Uint8Array(prompt.length + out.length);
+    input.set(prompt);
+    input.set(out, prompt.length);
+  }
+  const { message, result } = runChatParser(plan, input, partial);
+  if (result !== null && result.type === "fail" && !(partial && result.end > 0)) {
+    const pos = Math.max(0, result.end - prompt.length);
+    throw new LlamapegError(
+      "ERR_CHAT_PARSE",
+      `the model output does not match the expected ${plan.format} format at byte ${pos}: ${JSON.stringify(snippet(out, pos))}`,
+      { where: `byte ${pos}` },
+    );
+  }
+  return message;
+}
+
+function snippet(bytes: Uint8Array, pos: number): string {
+  const s = decoder.decode(bytes.subarray(pos, pos + 60));
+  return pos + 60 < bytes.length ? `${s}…` : s;
+}

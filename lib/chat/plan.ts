@@ -1,0 +1,55 @@
+/**
+ * What applying a chat template yields, and what the session needs to parse the model's output.
+ * `parser` and `grammar` come from one PEG tree: the tree parses, its GBNF export constrains sampling.
+ */
+import type { PegParseOptions, PegParseResult } from "../peg/parse.js";
+
+/** The part of a PEG arena the chat layer uses (a `PegArena` satisfies it). */
+export interface ChatParser {
+  parse(input: string | Uint8Array, options?: PegParseOptions): PegParseResult;
+}
+
+export type GrammarTrigger =
+  | { type: "word"; value: string }
+  | { type: "token"; value: string; token?: number }
+  | { type: "pattern"; value: string }
+  | { type: "pattern_full"; value: string };
+
+export interface ChatPlan {
+  /** The rendered prompt. */
+  prompt: string;
+  /** Which output format the parser implements (for diagnostics; e.g. "peg-native", "content-only"). */
+  format: string;
+  /** GBNF constraining generation; "" for none. */
+  grammar: string;
+  /** Apply `grammar` only once a trigger appears. */
+  grammarLazy: boolean;
+  grammarTriggers: GrammarTrigger[];
+  /** Token texts the sampler must keep whole (template markers). */
+  preservedTokens: string[];
+  additionalStops: string[];
+  /** The end of the prompt that the output continues (e.g. "<think>"); prepended before parsing. */
+  generationPrompt: string;
+  thinkingStartTag: string;
+  thinkingEndTags: string[];
+  /** Parses the output; `null` means plain content (everything is `content`). */
+  parser: ChatParser | null;
+}
+
+/** A plan with defaults for every field but the parser (tests and hand-built grammars). */
+export function chatPlan(parser: ChatParser | null, fields: Partial<Omit<ChatPlan, "parser">> = {}): ChatPlan {
+  return {
+    prompt: "",
+    format: parser === null ? "content-only" : "peg",
+    grammar: "",
+    grammarLazy: false,
+    grammarTriggers: [],
+    preservedTokens: [],
+    additionalStops: [],
+    generationPrompt: "",
+    thinkingStartTag: "",
+    thinkingEndTags: [],
+    ...fields,
+    parser,
+  };
+}

@@ -1,0 +1,260 @@
+/**
+ * A streaming parse of one model response: feed pieces as the model produces them, get the message
+ * so far and the OpenAI deltas since the last piece.
+ *
+ * Each `feed` re-parses the accumulated output as partial input, maps it, and diffs it against the
+ * previous message (llama.cpp's server does the same). On top of the diff, the session:
+ * - gives every tool call an id (the model's when it wrote one first, else a generated one) and keeps
+ *   it for that index for the rest of the stream;
+ * - sends each call's header (id, type, name, empty arguments) once, before any of its argument
+ *   fragments;
+ * - never throws for bad output: when the output stops matching the format, or a frame cannot be
+ *   expressed as a delta, it reports a `parse_error` event with the byte position. After a parse
+ *   failure the rest of the output is streamed as content, so no text is lost.
+ */
+import { randomBytes } from "node:crypto";
+import { LlamapegError, type LlamapegErrorCode } from "../errors.js";
+import { diffMessages, toolCallDelta } from "./diff.js";
+import { ChatInput } from "./input.js";
+import { cloneAssistantMessage, emptyAssistantMessage, type AssistantMessage, type ChatDelta, type ToolCallDelta } from "./messages.js";
+import { completeUtf8Prefix, runChatParser } from "./parse.js";
+import type { ChatPlan } from "./plan.js";
+
+export interface ChatParseErrorEvent {
+  type: "parse_error";
+  /** ERR_CHAT_PARSE: the output stopped matching the format; ERR_CHAT_DIFF: a frame could not be streamed. */
+  code: LlamapegErrorCode;
+  /** Byte offset in the model output (generation prompt excluded) where the problem was found. */
+  position: number;
+  message: string;
+}
+
+export type ChatEvent = ChatParseErrorEvent;
+
+export interface ChatFrame {
+  /** The message so far (after `finish`, the final message). Do not modify it. */
+  message: AssistantMessage;
+  /** What changed since the previous frame, in OpenAI `delta` shape, in sending order. */
+  deltas: ChatDelta[];
+  events: ChatEvent[];
+}
+
+export interface ChatSessionOptions {
+  /** Makes the id of a call the model did not give one (default: "call_" + 24 random characters). */
+  generateToolCallId?: (index: number) => string;
+}
+
+const ID_ALPHABET = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+
+function randomToolCallId(): string {
+  const bytes = randomBytes(24);
+  let s = "call_";
+  for (const b of bytes) s += ID_ALPHABET[b % ID_ALPHABET.length];
+  return s;
+}
+
+/**
+ * Why `next` cannot be streamed after `prev` (null when it can). Stricter than `diffMessages`, which
+ * lets a field shrink to a prefix: a client that already got the longer text would keep it.
+ */
+function notAnExtension(prev: AssistantMessage, next: AssistantMessage): string | null {
+  if (!next.reasoning_content.startsWith(prev.reasoning_content)) return "reasoning_content changed";
+  if (!next.content.startsWith(prev.content)) return "content changed";
+  const pc = prev.tool_calls;
+  const nc = next.tool_calls;
+  if (nc.length < pc.length) return "fewer tool calls";
+  for (let i = 0; i < pc.length; i++) {
+    const p = pc[i]!.function;
+    const n = nc[i]!.function;
+    // Earlier calls must be unchanged; the last one may only grow.
+    if (i < pc.length - 1 ? p.arguments !== n.arguments || p.name !== n.name : !n.arguments.startsWith(p.arguments) || p.name !== n.name) {
+      return `tool call ${i} changed`;
+    }
+  }
+  return null;
+}
+
+function isEmpty(m: AssistantMessage): boolean {
+  return m.content === "" && m.reasoning_content === "" && m.tool_calls.length === 0;
+}
+
+const decoder = new TextDecoder("utf-8");
+
+export class ChatSession {
+  readonly plan: ChatPlan;
+  /** Generation prompt followed by the model's output, with the per-byte token map. */
+  readonly input: ChatInput;
+  private readonly promptLength: number;
+  private readonly generateId: (index: number) => string;
+  private readonly ids: string[] = [];
+  private readonly headerSent: boolean[] = [];
+  private message: AssistantMessage = emptyAssistantMessage();
+  /** Input bytes whose text is in `message` (the rest is not attributed yet). */
+  private consumed = 0;
+  /** Set once the output stopped matching: from this byte on, everything is content. */
+  private fallbackFrom = -1;
+  private fallbackDecoded = 0;
+  private finished = false;
+
+  constructor(plan: ChatPlan, options: ChatSessionOptions = {}) {
+    this.plan = plan;
+    this.input = new ChatInput(plan.generationPrompt);
+    this.promptLength = this.input.length;
+    this.consumed = this.promptLength;
+    this.generateId = options.generateToolCallId ?? randomToolCallId;
+  }
+
+  /** The message so far. */
+  get current(): AssistantMessage {
+    return this.message;
+  }
+
+  /**
+   * Adds a piece of output (bytes may split UTF-8 characters) and returns the message so far and the
+   * deltas since the last call. `token` is recorded in the input's token map. Never throws for bad
+   * output; only for misuse (feeding after `finish`).
+   */
+  feed(piece: Uint8Array | string, token?: number | null): ChatFrame {
+    if (this.finished) throw new LlamapegError("ERR_INVALID_ARGUMENT", "ChatSession.feed() called after finish()");
+    this.input.append(piece, token);
+    return this.step(true);
+  }
+
+  /**
+   * Ends the stream: parses the whole output as complete and returns the final message with the last
+   * deltas. An optional last piece is fed first.
+   */
+  finish(piece?: Uint8Array | string, token?: number | null): ChatFrame {
+    if (this.finished) throw new LlamapegError("ERR_INVALID_ARGUMENT", "ChatSession.finish() called twice");
+    if (piece !== undefined) this.input.append(piece, token);
+    this.finished = true;
+    return this.step(false);
+  }
+
+  private step(partial: boolean): ChatFrame {
+    const events: ChatEvent[] = [];
+    let next: AssistantMessage;
+    let consumed: number;
+    if (this.fallbackFrom >= 0) {
+      ({ next, consumed } = this.fallbackMessage(partial));
+    } else {
+      let outcome: ReturnType<typeof runChatParser> | null = null;
+      try {
+        outcome = runChatParser(this.plan, this.input.bytes, partial);
+      } catch (e) {
+        // A parser bug or an exhausted stack must not break the stream either.
+        this.startFallback(events, "ERR_CHAT_PARSE", this.consumed, `parser error: ${(e as Error).message}`);
+      }
+      if (outcome !== null && outcome.result !== null && outcome.result.type === "fail") {
+        this.startFallback(events, "ERR_CHAT_PARSE", outcome.result.end, `the output does not match the ${this.plan.format} format`);
+      }
+      if (outcome === null || this.fallbackFrom >= 0) {
+        ({ next, consumed } = this.fallbackMessage(partial));
+      } else {
+        next = outcome.message;
+        consumed = outcome.consumed;
+      }
+    }
+    return this.emit(next, consumed, partial, events);
+  }
+
+  private startFallback(events: ChatEvent[], code: LlamapegErrorCode, pos: number, message: string): void {
+    const position = Math.max(0, pos - this.promptLength);
+    events.push({ type: "parse_error", code, position, message: `${message} (byte ${position}); the rest is streamed as content` });
+    this.fallbackFrom = this.consumed;
+    this.fallbackDecoded = this.consumed;
+  }
+
+  /** The last good message with every byte after what it covered appended as content. */
+  private fallbackMessage(partial: boolean): { next: AssistantMessage; consumed: number } {
+    const bytes = this.input.bytes;
+    const end = partial ? completeUtf8Prefix(bytes, bytes.length) : bytes.length;
+    const next = cloneAssistantMessage(this.message);
+    // Only the new bytes are decoded: the cost per piece does not grow with the output.
+    if (end > this.fallbackDecoded) {
+      next.content += decoder.decode(bytes.subarray(this.fallbackDecoded, end));
+      this.fallbackDecoded = end;
+    }
+    return { next, consumed: end };
+  }
+
+  private emit(next: AssistantMessage, consumed: number, partial: boolean, events: ChatEvent[]): ChatFrame {
+    if (isEmpty(next) && !isEmpty(this.message)) {
+      // Like the reference server: an empty parse keeps the last message.
+      return { message: this.message, deltas: [], events };
+    }
+    this.assignIds(next);
+    const problem = notAnExtension(this.message, next);
+    if (problem !== null) {
+      if (partial) {
+        // Some grammars flicker on partial input (an atomic part drops a call for a byte or two).
+        // Hold the last message; a later frame or finish() extends it.
+        return { message: this.message, deltas: [], events };
+      }
+      events.push({
+        type: "parse_error",
+        code: "ERR_CHAT_DIFF",
+        position: Math.max(0, this.consumed - this.promptLength),
+        message: `the complete parse does not extend what was streamed (${problem}); the unparsed rest is kept as content`,
+      });
+      this.fallbackFrom = this.consumed;
+      this.fallbackDecoded = this.consumed;
+      const fb = this.fallbackMessage(false);
+      return this.emit(fb.next, fb.consumed, false, events);
+    }
+    const deltas = this.orderToolDeltas(diffMessages(this.message, next), next, partial);
+    this.message = next;
+    this.consumed = consumed;
+    return { message: next, deltas, events };
+  }
+
+  /** Ids by index: the first id seen for an index (the model's, else generated) is kept. */
+  private assignIds(msg: AssistantMessage): void {
+    const calls = msg.tool_calls;
+    for (let i = 0; i < calls.length; i++) {
+      const call = calls[i]!;
+      if (this.ids.length <= i) this.ids.push(call.id !== "" ? call.id : this.generateId(i));
+      call.id = this.ids[i]!;
+    }
+  }
+
+  /**
+   * Puts each call's header (id, name, empty arguments) before its argument fragments and sends the
+   * name once. A named call with no arguments yet waits for them (or for the end of the stream).
+   */
+  private orderToolDeltas(raw: ChatDelta[], msg: AssistantMessage, partial: boolean): ChatDelta[] {
+    const out: ChatDelta[] = [];
+    const calls = msg.tool_calls;
+    const header = (i: number): void => {
+      const call = calls[i]!;
+      const d: ToolCallDelta = toolCallDelta(i, call, "");
+      d.function = { ...d.function, arguments: "" };
+      out.push({ tool_calls: [d] });
+      this.headerSent[i] = true;
+    };
+    for (const d of raw) {
+      const tc = d.tool_calls?.[0];
+      // A new kind of delta: calls named earlier but still waiting get their header now.
+      for (let i = 0; i < calls.length; i++) {
+        if (this.headerSent[i] || calls[i]!.function.name === "") continue;
+        if (tc === undefined || tc.index !== i || (tc.function?.arguments ?? "") !== "") header(i);
+      }
+      if (tc === undefined) {
+        out.push(d);
+        continue;
+      }
+      const args = tc.function?.arguments ?? "";
+      if (!this.headerSent[tc.index]) {
+        if (args === "" && partial) continue; // named but nothing to show yet
+        if (calls[tc.index]!.function.name !== "") header(tc.index);
+      }
+      if (args !== "") out.push({ tool_calls: [{ index: tc.index, function: { arguments: args } }] });
+    }
+    if (!partial) {
+      for (let i = 0; i < calls.length; i++) {
+        if (!this.headerSent[i] && calls[i]!.function.name !== "") header(i);
+      }
+    }
+    return out;
+  }
+}

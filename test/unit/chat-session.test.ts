@@ -1,0 +1,193 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { applyDeltas, diffMessages } from "../../lib/chat/diff.js";
+import { emptyAssistantMessage, type AssistantMessage, type ChatDelta } from "../../lib/chat/messages.js";
+import { parseChatOutput } from "../../lib/chat/parse.js";
+import { chatPlan, type ChatPlan } from "../../lib/chat/plan.js";
+import { ChatSession, type ChatEvent } from "../../lib/chat/session.js";
+import { buildChatPegParser } from "../../lib/chat/grammar/builder.js";
+import { GRAMMARS } from "../fixtures/chat/grammars.js";
+
+const encoder = new TextEncoder();
+const plans = new Map<string, ChatPlan>(GRAMMARS.map((g) => [g.name, chatPlan(g.build(), { generationPrompt: g.generationPrompt })]));
+
+interface Streamed {
+  deltas: ChatDelta[];
+  events: ChatEvent[];
+  final: AssistantMessage;
+}
+
+/** Feeds `bytes` cut at `cuts` (sorted, deduplicated inside), then finishes. */
+function stream(plan: ChatPlan, bytes: Uint8Array, cuts: number[]): Streamed {
+  let n = 0;
+  const session = new ChatSession(plan, { generateToolCallId: (i) => `gen-${i}-${n++}` });
+  const deltas: ChatDelta[] = [];
+  const events: ChatEvent[] = [];
+  let prev = 0;
+  for (const cut of [...new Set(cuts)].sort((a, b) => a - b)) {
+    if (cut <= prev || cut >= bytes.length) continue;
+    const f = session.feed(bytes.subarray(prev, cut), prev);
+    deltas.push(...f.deltas);
+    events.push(...f.events);
+    prev = cut;
+  }
+  if (prev < bytes.length) {
+    const f = session.feed(bytes.subarray(prev), prev);
+    deltas.push(...f.deltas);
+    events.push(...f.events);
+  }
+  const end = session.finish();
+  deltas.push(...end.deltas);
+  events.push(...end.events);
+  return { deltas, events, final: end.message };
+}
+
+/** The streaming contract: replay equals the final message, headers first and once, ids fixed. */
+function checkStream({ deltas, final }: Streamed): void {
+  expect(applyDeltas(emptyAssistantMessage(), deltas)).toEqual(final);
+  const headerAt = new Map<number, string>();
+  for (const d of deltas) {
+    expect(Object.keys(d)).toHaveLength(1);
+    for (const tc of d.tool_calls ?? []) {
+      if (tc.function?.name !== undefined) {
+        expect(headerAt.has(tc.index), `second header for call ${tc.index}`).toBe(false);
+        expect(tc.id).toBeTruthy();
+        expect(tc.function.arguments).toBe("");
+        headerAt.set(tc.index, tc.id!);
+      } else {
+        expect(headerAt.has(tc.index), `arguments before header for call ${tc.index}`).toBe(true);
+        expect(tc.id).toBeUndefined();
+      }
+    }
+  }
+  final.tool_calls.forEach((c, i) => expect(c.id).toBe(headerAt.get(i)));
+}
+
+function withoutIds(m: AssistantMessage): AssistantMessage {
+  return { ...m, tool_calls: m.tool_calls.map((c) => ({ ...c, id: "" })) };
+}
+
+describe("ChatSession over hand-built grammars", () => {
+  for (const g of GRAMMARS) {
+    const plan = plans.get(g.name)!;
+    describe(g.name, () => {
+      it("streams each valid output byte by byte to the one-shot parse", () => {
+        for (const text of g.valid) {
+          const bytes = encoder.encode(text);
+          const s = stream(plan, bytes, [...bytes.keys()]);
+          checkStream(s);
+          expect(s.events).toEqual([]);
+          const oneShot = parseChatOutput(plan, text);
+          expect(withoutIds(s.final)).toEqual(withoutIds(oneShot));
+          // A call's id is the model's if it was there when the call first showed, else generated.
+          const firstIds: string[] = [];
+          for (let cut = 1; cut <= bytes.length; cut++) {
+            const m = parseChatOutput(plan, bytes.subarray(0, cut), { partial: cut < bytes.length });
+            m.tool_calls.forEach((c, i) => i >= firstIds.length && firstIds.push(c.id));
+          }
+          firstIds.forEach((id, i) => expect(s.final.tool_calls[i]!.id).toMatch(id === "" ? /^gen-/ : new RegExp(`^${id}$`)));
+        }
+      });
+
+      it(g.flickers ? `partial parses flicker (${g.flickers})` : "every partial parse of a valid output extends the previous one", () => {
+        let flickered = false;
+        for (const text of g.valid) {
+          const bytes = encoder.encode(text);
+          let prev = emptyAssistantMessage();
+          for (let cut = 1; cut <= bytes.length; cut++) {
+            const msg = parseChatOutput(plan, bytes.subarray(0, cut), { partial: cut < bytes.length });
+            try {
+              diffMessages(prev, msg);
+            } catch (e) {
+              if (!g.flickers) throw e;
+              flickered = true;
+            }
+            prev = msg;
+          }
+          for (const c of prev.tool_calls) expect(() => JSON.parse(c.function.arguments)).not.toThrow();
+        }
+        expect(flickered).toBe(g.flickers !== undefined);
+      });
+
+      it("keeps the contract for any chunking of valid and broken outputs", () => {
+        const texts = [...g.valid, ...g.broken];
+        fc.assert(
+          fc.property(fc.integer({ min: 0, max: texts.length - 1 }), fc.array(fc.nat(400), { maxLength: 30 }), (which, cuts) => {
+            const s = stream(plan, encoder.encode(texts[which]!), cuts);
+            checkStream(s);
+          }),
+          { numRuns: 40 },
+        );
+      });
+    });
+  }
+});
+
+describe("ChatSession failure handling", () => {
+  const plan = plans.get(GRAMMARS[0]!.name)!;
+
+  it("reports a parse_error with the byte position and streams the rest as content", () => {
+    const text = `ok</think>Hi<tool_call>[{"name": "nope"}]</tool_call> tail`;
+    const s = stream(plan, encoder.encode(text), [...encoder.encode(text).keys()]);
+    checkStream(s);
+    expect(s.events.length).toBeGreaterThanOrEqual(1);
+    const e = s.events[0]!;
+    expect(e).toMatchObject({ type: "parse_error", code: "ERR_CHAT_PARSE" });
+    expect(e.position).toBeGreaterThan(0);
+    expect(e.position).toBeLessThanOrEqual(encoder.encode(text).length);
+    // No text is lost: reasoning and content so far, then everything unparsed as content.
+    expect(s.final.reasoning_content).toBe("ok");
+    expect(s.final.content).toBe(`Hi<tool_call>[{"name": "nope"}]</tool_call> tail`);
+  });
+
+  it("never throws out of feed for random bytes", () => {
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 120 }), fc.array(fc.nat(120), { maxLength: 10 }), (bytes, cuts) => {
+        checkStream(stream(plan, bytes, cuts));
+      }),
+      { numRuns: 60 },
+    );
+  });
+
+  it("never throws for random mixes of the format's own markers, quotes, braces, CJK and emoji", () => {
+    const piece = fc.constantFrom("<think>", "</think>", "<tool_call>[", "]</tool_call>", '{"name": "get_forecast", ', '"arguments": {', '"location": "', "\\", '"', "}", ", ", "日本", "😀", "\n", "a");
+    fc.assert(
+      fc.property(fc.array(piece, { maxLength: 25 }), fc.array(fc.nat(300), { maxLength: 15 }), (pieces, cuts) => {
+        checkStream(stream(plan, encoder.encode(pieces.join("")), cuts));
+      }),
+      { numRuns: 150 },
+    );
+  });
+
+  it("records the token map and rejects use after finish", () => {
+    const session = new ChatSession(chatPlan(null));
+    session.feed("ab", 5);
+    session.feed(new Uint8Array([0xe6, 0x97]), 6); // first two bytes of 日
+    expect(session.current.content).toBe("ab");
+    session.feed(new Uint8Array([0xa5]), 7);
+    expect(session.current.content).toBe("ab日");
+    expect(session.input.tokens()).toEqual([5, null, 6, null, 7]);
+    session.finish();
+    expect(() => session.feed("x")).toThrow(/after finish/);
+  });
+
+  it("a content-only plan streams content", () => {
+    const s = stream(chatPlan(null, { generationPrompt: "" }), encoder.encode("héllo 😀"), [1, 2, 3, 9]);
+    checkStream(s);
+    expect(s.final.content).toBe("héllo 😀");
+  });
+
+  it("ids: the model's id is kept, a missing one is generated once per index", () => {
+    const arena = buildChatPegParser((p) =>
+      p.seq(
+        p.zeroOrMore(
+          p.tool(p.seq(p.toolOpen("<c"), p.optional(p.seq(" id=", p.toolId(p.until(">")))), ">", p.toolName(p.alt("f", "g")), p.toolArgs(p.json()), p.toolClose("</c>"))),
+        ),
+        p.end(),
+      ),
+    );
+    const s = stream(chatPlan(arena), encoder.encode('<c id=m1>f{"a": 1}</c><c>g{"b": [2]}</c>'), [3, 9, 12, 20, 25, 30]);
+    checkStream(s);
+    expect(s.final.tool_calls.map((c) => c.id)).toEqual(["m1", expect.stringMatching(/^gen-1-/)]);
+  });
+});
