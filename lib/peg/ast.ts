@@ -35,69 +35,147 @@ export interface PegAstNodeJson {
   children: PegAstNodeJson[];
 }
 
+/**
+ * Growable columnar storage for AST nodes (typed arrays, no object per node). Children of node i are
+ * `kids[kidStart[i] .. kidStart[i] + kidCount[i])`.
+ * @internal
+ */
+export class AstBuffers {
+  size = 0;
+  rule: string[] = [];
+  tag: string[] = [];
+  start: Int32Array;
+  end: Int32Array;
+  partial: Uint8Array;
+  kidStart: Int32Array;
+  kidCount: Int32Array;
+  kids: Int32Array;
+  kidsUsed = 0;
+
+  constructor(capacity = 64) {
+    this.start = new Int32Array(capacity);
+    this.end = new Int32Array(capacity);
+    this.partial = new Uint8Array(capacity);
+    this.kidStart = new Int32Array(capacity);
+    this.kidCount = new Int32Array(capacity);
+    this.kids = new Int32Array(capacity);
+  }
+
+  add(rule: string, tag: string, start: number, end: number, partial: boolean, stack: Int32Array, from: number, to: number): PegAstId {
+    const id = this.size;
+    if (id === this.start.length) this.growNodes();
+    const n = to - from;
+    while (this.kidsUsed + n > this.kids.length) this.kids = grown(this.kids, this.kids.length * 2);
+    this.rule.push(rule);
+    this.tag.push(tag);
+    this.start[id] = start;
+    this.end[id] = end;
+    this.partial[id] = partial ? 1 : 0;
+    this.kidStart[id] = this.kidsUsed;
+    this.kidCount[id] = n;
+    const kids = this.kids;
+    let k = this.kidsUsed;
+    for (let i = from; i < to; i++) kids[k++] = stack[i]!;
+    this.kidsUsed = k;
+    this.size = id + 1;
+    return id;
+  }
+
+  private growNodes(): void {
+    const cap = this.start.length * 2;
+    this.start = grown(this.start, cap);
+    this.end = grown(this.end, cap);
+    this.partial = grown(this.partial, cap);
+    this.kidStart = grown(this.kidStart, cap);
+    this.kidCount = grown(this.kidCount, cap);
+  }
+}
+
+function grown<T extends Int32Array | Uint8Array>(a: T, cap: number): T {
+  const b = new (a.constructor as new (n: number) => T)(cap);
+  b.set(a);
+  return b;
+}
+
 export class PegAst {
   /** Root node ids: the parse result's top-level nodes (the reference's `result.nodes`). */
   readonly roots: readonly PegAstId[];
   /** @internal */ readonly input: Uint8Array;
-  /** @internal */ readonly ruleOf: readonly string[];
-  /** @internal */ readonly tagOf: readonly string[];
-  /** @internal */ readonly startOf: readonly number[];
-  /** @internal */ readonly endOf: readonly number[];
-  /** @internal */ readonly partialOf: readonly boolean[];
-  /** @internal */ readonly childrenOf: readonly (readonly PegAstId[])[];
+  private readonly buf: AstBuffers;
 
   /** @internal */
-  constructor(
-    input: Uint8Array,
-    roots: PegAstId[],
-    ruleOf: string[],
-    tagOf: string[],
-    startOf: number[],
-    endOf: number[],
-    partialOf: boolean[],
-    childrenOf: PegAstId[][],
-  ) {
+  constructor(input: Uint8Array, roots: PegAstId[], buf: AstBuffers) {
     this.input = input;
     this.roots = roots;
-    this.ruleOf = ruleOf;
-    this.tagOf = tagOf;
-    this.startOf = startOf;
-    this.endOf = endOf;
-    this.partialOf = partialOf;
-    this.childrenOf = childrenOf;
+    this.buf = buf;
   }
 
   /** Number of nodes created during the parse (including ones on abandoned branches). */
   get size(): number {
-    return this.ruleOf.length;
+    return this.buf.size;
+  }
+
+  private check(id: PegAstId): void {
+    if (!(id >= 0 && id < this.buf.size)) throw new RangeError(`no AST node ${id}`);
+  }
+
+  rule(id: PegAstId): string {
+    this.check(id);
+    return this.buf.rule[id]!;
+  }
+
+  tag(id: PegAstId): string {
+    this.check(id);
+    return this.buf.tag[id]!;
+  }
+
+  start(id: PegAstId): number {
+    this.check(id);
+    return this.buf.start[id]!;
+  }
+
+  end(id: PegAstId): number {
+    this.check(id);
+    return this.buf.end[id]!;
+  }
+
+  isPartial(id: PegAstId): boolean {
+    this.check(id);
+    return this.buf.partial[id] === 1;
+  }
+
+  children(id: PegAstId): PegAstId[] {
+    this.check(id);
+    const from = this.buf.kidStart[id]!;
+    return Array.from(this.buf.kids.subarray(from, from + this.buf.kidCount[id]!));
   }
 
   /** Decoded text of a node (U+FFFD for incomplete or invalid UTF-8). */
   text(id: PegAstId): string {
-    const start = this.startOf[id]!;
-    return start < this.input.length ? utf8DecodeLossy(this.input, start, this.endOf[id]!) : "";
+    const start = this.start(id);
+    return start < this.input.length ? utf8DecodeLossy(this.input, start, this.buf.end[id]!) : "";
   }
 
   /** Raw bytes of a node (a view, not a copy). */
   bytes(id: PegAstId): Uint8Array {
-    return this.input.subarray(this.startOf[id]!, this.endOf[id]!);
+    return this.input.subarray(this.start(id), this.buf.end[id]!);
   }
 
   /** Byte ranges inside the node that are not whole UTF-8 characters (e.g. a character cut by the end of a stream). */
   invalidUtf8(id: PegAstId): Array<[number, number]> {
-    return invalidUtf8Ranges(this.input, this.startOf[id]!, this.endOf[id]!);
+    return invalidUtf8Ranges(this.input, this.start(id), this.buf.end[id]!);
   }
 
   node(id: PegAstId): PegAstNode {
     return {
       id,
-      rule: this.ruleOf[id]!,
-      tag: this.tagOf[id]!,
-      start: this.startOf[id]!,
-      end: this.endOf[id]!,
+      rule: this.rule(id),
+      tag: this.tag(id),
+      start: this.start(id),
+      end: this.end(id),
       text: this.text(id),
-      isPartial: this.partialOf[id]!,
-      children: [...this.childrenOf[id]!],
+      isPartial: this.isPartial(id),
+      children: this.children(id),
     };
   }
 
@@ -105,7 +183,7 @@ export class PegAst {
   visit(visitor: (node: PegAstNode) => void, id?: PegAstId): void {
     const walk = (n: PegAstId): void => {
       visitor(this.node(n));
-      for (const c of this.childrenOf[n]!) walk(c);
+      for (const c of this.children(n)) walk(c);
     };
     if (id === undefined) for (const r of this.roots) walk(r);
     else walk(id);
@@ -113,16 +191,16 @@ export class PegAst {
 
   /** First descendant (depth-first, at most `maxDepth` levels down) whose tag is `tag`; -1 if none. */
   findByTag(parent: PegAstId, tag: string, maxDepth = 3): PegAstId {
-    return this.find(parent, (c) => this.tagOf[c] === tag, maxDepth);
+    return this.find(parent, (c) => this.buf.tag[c] === tag, maxDepth);
   }
 
   /** First descendant (depth-first, at most `maxDepth` levels down) whose rule is `rule`; -1 if none. */
   findByRule(parent: PegAstId, rule: string, maxDepth = 3): PegAstId {
-    return this.find(parent, (c) => this.ruleOf[c] === rule, maxDepth);
+    return this.find(parent, (c) => this.buf.rule[c] === rule, maxDepth);
   }
 
   private find(parent: PegAstId, pred: (id: PegAstId) => boolean, maxDepth: number): PegAstId {
-    for (const c of this.childrenOf[parent]!) {
+    for (const c of this.children(parent)) {
       if (pred(c)) return c;
       if (maxDepth > 1) {
         const r = this.find(c, pred, maxDepth - 1);
@@ -135,13 +213,13 @@ export class PegAst {
   nodeToJSON(id: PegAstId): PegAstNodeJson {
     return {
       id,
-      rule: this.ruleOf[id]!,
-      tag: this.tagOf[id]!,
-      start: this.startOf[id]!,
-      end: this.endOf[id]!,
+      rule: this.rule(id),
+      tag: this.tag(id),
+      start: this.start(id),
+      end: this.end(id),
       text: this.text(id),
-      is_partial: this.partialOf[id]!,
-      children: this.childrenOf[id]!.map((c) => this.nodeToJSON(c)),
+      is_partial: this.isPartial(id),
+      children: this.children(id).map((c) => this.nodeToJSON(c)),
     };
   }
 
@@ -155,10 +233,10 @@ export class PegAst {
     const lines: string[] = [];
     const walk = (n: PegAstId, depth: number): void => {
       let s = `${"  ".repeat(depth)}NODE ${n}`;
-      if (this.ruleOf[n]) s += ` (rule ${this.ruleOf[n]})`;
-      if (this.tagOf[n]) s += ` (tag ${this.tagOf[n]})`;
+      if (this.rule(n)) s += ` (rule ${this.rule(n)})`;
+      if (this.tag(n)) s += ` (tag ${this.tag(n)})`;
       lines.push(`${s} ['${this.text(n)}']`);
-      for (const c of this.childrenOf[n]!) walk(c, depth + 1);
+      for (const c of this.children(n)) walk(c, depth + 1);
     };
     for (const r of this.roots) walk(r, 0);
     return lines.length ? lines.join("\n") + "\n" : "";

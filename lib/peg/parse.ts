@@ -9,9 +9,11 @@
  * - AST node ids produced on the way to a result live on one shared stack instead of per-result vectors.
  */
 import { LlamapegError } from "../errors.js";
-import { PegAst, type PegAstId } from "./ast.js";
+import { AstBuffers, PegAst, type PegAstId } from "./ast.js";
 import { dumpNode } from "./dump.js";
 import { type PegNode, type PegNodeId, assertNeverNode } from "./nodes.js";
+import { type FirstSet, firstBytes } from "./first.js";
+import { MemoTable } from "./memo.js";
 import { CodepointTrie, TRIE_NO_MATCH } from "./trie.js";
 import { UTF8_INCOMPLETE, UTF8_INVALID, decodeUtf8At, isCSpace, utf8Encode } from "./utf8.js";
 
@@ -52,41 +54,44 @@ class ParseState {
   readonly lenient: boolean;
   /** end offset of the last result */
   end = 0;
-  /** AST ids produced by the parsers on the current path; truncated on backtracking */
-  readonly stack: PegAstId[] = [];
-  readonly ruleOf: string[] = [];
-  readonly tagOf: string[] = [];
-  readonly startOf: number[] = [];
-  readonly endOf: number[] = [];
-  readonly partialOf: boolean[] = [];
-  readonly childrenOf: PegAstId[][] = [];
-  /** (pos * ruleCount + ruleIndex) -> memo slot */
-  readonly memo = new Map<number, number>();
-  readonly memoStatus: Status[] = [];
-  readonly memoEnd: number[] = [];
-  readonly memoNode: PegAstId[] = [];
+  /** AST ids produced by the parsers on the current path, `stack[0..sp)`; backtracking lowers `sp` */
+  stack: Int32Array = new Int32Array(64);
+  sp = 0;
+
+  /** packrat memo of rule results */
+  readonly memo: MemoTable;
+  readonly ast: AstBuffers;
   readonly tmp = { cp: 0, len: 0 };
   readonly tmp2 = { cp: 0, len: 0 };
   depth = 0;
   readonly trace: ((line: string) => void) | undefined;
 
-  constructor(input: Uint8Array, lenient: boolean, trace: ((line: string) => void) | undefined) {
+  constructor(input: Uint8Array, lenient: boolean, trace: ((line: string) => void) | undefined, memo: MemoTable) {
     this.input = input;
     this.len = input.length;
     this.lenient = lenient;
     this.trace = trace;
+    this.memo = memo;
+    // AST nodes grow with the input; sizing up front avoids most regrowing.
+    this.ast = new AstBuffers(Math.min(1 << 20, Math.max(64, input.length >> 1)));
   }
 
-  addNode(rule: string, tag: string, start: number, end: number, children: PegAstId[], partial: boolean): PegAstId {
-    const id = this.ruleOf.length;
-    this.ruleOf.push(rule);
-    this.tagOf.push(tag);
-    this.startOf.push(start);
-    this.endOf.push(end);
-    this.partialOf.push(partial);
-    this.childrenOf.push(children);
+  push(id: PegAstId): void {
+    if (this.sp === this.stack.length) {
+      const bigger = new Int32Array(this.stack.length * 2);
+      bigger.set(this.stack);
+      this.stack = bigger;
+    }
+    this.stack[this.sp++] = id;
+  }
+
+  /** Creates an AST node whose children are the ids above `mark` on the stack, and pops them. */
+  addNode(rule: string, tag: string, start: number, end: number, mark: number, partial: boolean): PegAstId {
+    const id = this.ast.add(rule, tag, start, end, partial, this.stack, mark, this.sp);
+    this.sp = mark;
     return id;
   }
+
 }
 
 type ParseFn = (s: ParseState, pos: number) => Status;
@@ -96,11 +101,10 @@ export class CompiledParser {
   private readonly fns: ParseFn[];
   private tracedFns: ParseFn[] | undefined;
   private readonly nodes: readonly PegNode[];
-  private readonly rules: ReadonlyMap<string, PegNodeId>;
+  private readonly memoPool: MemoTable[] = [];
 
   constructor(nodes: readonly PegNode[], rules: ReadonlyMap<string, PegNodeId>) {
     this.nodes = nodes;
-    this.rules = rules;
     this.fns = compileAll(nodes, rules);
   }
 
@@ -112,7 +116,11 @@ export class CompiledParser {
     }
     const trace = options.debug === true ? (line: string) => process.stderr.write(line + "\n") : options.debug || undefined;
     const fns = trace ? (this.tracedFns ??= traceAll(this.fns, this.nodes)) : this.fns;
-    const s = new ParseState(bytes, options.partial === true, trace);
+    // The memo table is reused by the next parse (cleared in O(1)); a parse started from inside
+    // another (a debug callback) gets its own.
+    const memo = this.memoPool.pop() ?? new MemoTable(Math.min(1 << 20, Math.max(256, bytes.length)));
+    memo.reset();
+    const s = new ParseState(bytes, options.partial === true, trace, memo);
     let status: Status;
     try {
       status = fns[root]!(s, start);
@@ -122,8 +130,9 @@ export class CompiledParser {
       }
       throw e;
     }
-    void this.rules;
-    const ast = new PegAst(bytes, s.stack.slice(), s.ruleOf, s.tagOf, s.startOf, s.endOf, s.partialOf, s.childrenOf);
+    this.memoPool.push(memo);
+    const roots = Array.from(s.stack.subarray(0, s.sp));
+    const ast = new PegAst(bytes, roots, s.ast);
     return { type: TYPE_NAMES[status]!, start, end: s.end, ast };
   }
 }
@@ -135,8 +144,9 @@ function compileAll(nodes: readonly PegNode[], rules: ReadonlyMap<string, PegNod
   nodes.forEach((n, i) => {
     if (n.kind === "rule") ruleIndex.set(i, ruleCount++);
   });
+  const first = firstBytes(nodes, rules);
   for (let id = 0; id < nodes.length; id++) {
-    fns[id] = compileNode(nodes[id]!, id, fns, rules, ruleIndex.get(id) ?? 0, ruleCount);
+    fns[id] = compileNode(nodes[id]!, id, fns, rules, ruleIndex.get(id) ?? 0, first);
   }
   return fns;
 }
@@ -159,7 +169,7 @@ function compileNode(
   fns: ParseFn[],
   rules: ReadonlyMap<string, PegNodeId>,
   ruleIdx: number,
-  ruleCount: number,
+  first: readonly FirstSet[],
 ): ParseFn {
   switch (node.kind) {
     case "epsilon":
@@ -207,12 +217,12 @@ function compileNode(
       const children = node.children.slice();
       const n = children.length;
       return (s, pos) => {
-        const mark = s.stack.length;
+        const mark = s.sp;
         let p = pos;
         for (let i = 0; i < n; i++) {
           const r = fns[children[i]!]!(s, p);
           if (r === FAIL) {
-            s.stack.length = mark;
+            s.sp = mark;
             return FAIL; // end: where the failing child stopped, as the reference reports
           }
           if (r === NEED_MORE_INPUT) return NEED_MORE_INPUT;
@@ -225,8 +235,13 @@ function compileNode(
     case "choice": {
       const children = node.children.slice();
       const n = children.length;
+      // An alternative whose first-byte set excludes the next byte would fail: skip the call.
+      const sets = children.map((c) => first[c] ?? null);
       return (s, pos) => {
+        const b = pos < s.len ? s.input[pos]! : -1;
         for (let i = 0; i < n; i++) {
+          const fs = sets[i];
+          if (b >= 0 && fs !== null && fs![b] === 0) continue;
           const r = fns[children[i]!]!(s, pos);
           if (r !== FAIL) return r;
         }
@@ -237,18 +252,18 @@ function compileNode(
     case "repetition": {
       const { child, min, max } = node;
       return (s, pos) => {
-        const mark = s.stack.length;
+        const mark = s.sp;
         let p = pos;
         let count = 0;
         const fn = fns[child]!;
         while (max === -1 || count < max) {
           if (p >= s.len) break;
-          const before = s.stack.length;
+          const before = s.sp;
           const r = fn(s, p);
           if (r === SUCCESS) {
             if (s.end === p) {
               // empty match: stop, and drop what it produced (as the reference does)
-              s.stack.length = before;
+              s.sp = before;
               break;
             }
             p = s.end;
@@ -263,7 +278,7 @@ function compileNode(
             s.end = p;
             return NEED_MORE_INPUT;
           }
-          s.stack.length = mark;
+          s.sp = mark;
           s.end = p;
           return FAIL;
         }
@@ -274,9 +289,9 @@ function compileNode(
     case "and": {
       const child = node.child;
       return (s, pos) => {
-        const mark = s.stack.length;
+        const mark = s.sp;
         const r = fns[child]!(s, pos);
-        s.stack.length = mark;
+        s.sp = mark;
         s.end = pos;
         return r;
       };
@@ -284,9 +299,9 @@ function compileNode(
     case "not": {
       const child = node.child;
       return (s, pos) => {
-        const mark = s.stack.length;
+        const mark = s.sp;
         const r = fns[child]!(s, pos);
-        s.stack.length = mark;
+        s.sp = mark;
         s.end = pos;
         return r === SUCCESS ? FAIL : r === NEED_MORE_INPUT ? NEED_MORE_INPUT : SUCCESS;
       };
@@ -329,40 +344,29 @@ function compileNode(
     case "rule": {
       const { child, name } = node;
       return (s, pos) => {
-        const key = pos * ruleCount + ruleIdx;
-        const slot = s.memo.get(key);
-        if (slot !== undefined) {
-          const st = s.memoStatus[slot]!;
-          s.end = s.memoEnd[slot]!;
-          if (st !== FAIL) s.stack.push(s.memoNode[slot]!);
-          return st;
+        const memo = s.memo;
+        if (memo.find(ruleIdx, pos)) {
+          s.end = memo.end;
+          if (memo.status !== FAIL) s.push(memo.node);
+          return memo.status as Status;
         }
-        const mark = s.stack.length;
+        const mark = s.sp;
         const r = fns[child]!(s, pos);
         let nodeId = -1;
         if (r !== FAIL) {
-          const kids = s.stack.slice(mark);
-          s.stack.length = mark;
-          nodeId = s.addNode(name, "", pos, s.end, kids, r === NEED_MORE_INPUT);
-          s.stack.push(nodeId);
+          nodeId = s.addNode(name, "", pos, s.end, mark, r === NEED_MORE_INPUT);
+          s.push(nodeId);
         }
-        s.memo.set(key, s.memoStatus.length);
-        s.memoStatus.push(r);
-        s.memoEnd.push(s.end);
-        s.memoNode.push(nodeId);
+        memo.insert(ruleIdx, pos, r, s.end, nodeId);
         return r;
       };
     }
     case "tag": {
       const { child, tag } = node;
       return (s, pos) => {
-        const mark = s.stack.length;
+        const mark = s.sp;
         const r = fns[child]!(s, pos);
-        if (r !== FAIL) {
-          const kids = s.stack.slice(mark);
-          s.stack.length = mark;
-          s.stack.push(s.addNode("", tag, pos, s.end, kids, r === NEED_MORE_INPUT));
-        }
+        if (r !== FAIL) s.push(s.addNode("", tag, pos, s.end, mark, r === NEED_MORE_INPUT));
         return r;
       };
     }
@@ -379,9 +383,9 @@ function compileNode(
     case "atomic": {
       const child = node.child;
       return (s, pos) => {
-        const mark = s.stack.length;
+        const mark = s.sp;
         const r = fns[child]!(s, pos);
-        if (r === NEED_MORE_INPUT) s.stack.length = mark; // partial output is not wanted from an atomic parser
+        if (r === NEED_MORE_INPUT) s.sp = mark; // partial output is not wanted from an atomic parser
         return r;
       };
     }
