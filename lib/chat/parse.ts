@@ -34,18 +34,18 @@ interface AstNodeRef extends MapperNode {
   readonly id: number;
 }
 
-/** Adapts a PEG AST to the mapper, reading the arena's columns directly (no per-node copies). */
+/** Adapts a PEG AST to the mapper through the AST's accessors (no per-node text is decoded unless read). */
 function mapperView(ast: PegAst, input: Uint8Array, partial: boolean): MapperAst<AstNodeRef> & { consumed(): number } {
   let consumed = 0;
   return {
     roots: ast.roots,
     node(id: number): AstNodeRef {
-      return { id, tag: ast.tagOf[id]!, children: ast.childrenOf[id]! };
+      return { id, tag: ast.tag(id), children: ast.children(id) };
     },
     text(node: AstNodeRef): string {
-      const end = ast.endOf[node.id]!;
+      const end = ast.end(node.id);
       if (end > consumed) consumed = end;
-      return decodeRange(input, ast.startOf[node.id]!, end, partial);
+      return decodeRange(input, ast.start(node.id), end, partial);
     },
     consumed: () => consumed,
   };
