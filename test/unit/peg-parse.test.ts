@@ -235,3 +235,41 @@ describe("PEG parse: JSON and Python helpers", () => {
     expect(run((p) => p.prefix("<tool_call>name", "name"), "<tool_call>")).toEqual({ type: "success", end: 11 });
   });
 });
+
+describe("PEG parse: bounded work on adversarial grammars", () => {
+  /** S_k -> S_{k-1} "a" | S_{k-1} "b": without memoization, 2^k calls of S_0 at position 0. */
+  const nested = (depth: number) =>
+    buildPegParser((p) => {
+      let prev = p.rule("s0", p.literal("x"));
+      for (let k = 1; k <= depth; k++) prev = p.rule(`s${k}`, prev.then("a").or(prev.then("b")));
+      return prev;
+    });
+
+  const calls = (arena: ReturnType<typeof nested>, input: string): number => {
+    let n = 0;
+    arena.parse(input, { debug: () => n++ });
+    return n;
+  };
+
+  it("nested choices sharing a rule: parser calls grow linearly with depth (packrat memo)", () => {
+    const input = "x" + "b".repeat(24);
+    const c12 = calls(nested(12), input.slice(0, 13));
+    const c24 = calls(nested(24), input);
+    expect(nested(24).parse(input)).toMatchObject({ type: "success", end: 25 });
+    // 2^24 calls without the memo; with it, each level adds a constant number of calls
+    expect(c24).toBeLessThan(3 * c12);
+    expect(c24).toBeLessThan(2000);
+  });
+
+  it("a long near-miss delimiter scan stays linear", () => {
+    const arena = buildPegParser((p) => p.until("</tool_call>").then("</tool_call>"));
+    const input = "</tool_cal".repeat(2000) + "</tool_call>";
+    expect(arena.parse(input)).toMatchObject({ type: "success", end: input.length });
+  });
+
+  it("deep nesting is a clean error, not a crash", () => {
+    const arena = buildPegParser((p) => p.json());
+    const deep = "[".repeat(200_000);
+    expect(() => arena.parse(deep, { partial: true })).toThrow(/nested too deeply/);
+  });
+});
