@@ -1,0 +1,15 @@
+/** A small GGUF reader and writer: header, metadata, tensor infos. No native code. */
+export { parseGguf, readGgufFile, readGgufFileSync, type ParseGgufOptions } from "./read.js";
+export { encodeGgufHeader, writeGgufFile, type GgufTensorInput, type GgufWriteInput } from "./write.js";
+export { ggufValueToJs, getGgufString, getGgufNumber } from "./values.js";
+export {
+  GGML_TYPE,
+  GGML_TYPES,
+  GGUF_VALUE_TYPE,
+  ggmlTensorByteLength,
+  type GgufArray,
+  type GgufFile,
+  type GgufTensorInfo,
+  type GgufValue,
+  type GgufValueType,
+} from "./types.js";
