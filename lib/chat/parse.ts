@@ -6,6 +6,7 @@
 import { LlamapegError } from "../errors.js";
 import type { PegAst } from "../peg/ast.js";
 import type { PegParseResult } from "../peg/parse.js";
+import { mapGemma4Ast, mapMinimaxM3Ast, type FormatAstView } from "./format-mappers.js";
 import { mapChatAst, type MapperAst, type MapperNode } from "./mapper.js";
 import { emptyAssistantMessage, type AssistantMessage } from "./messages.js";
 import type { ChatPlan } from "./plan.js";
@@ -51,6 +52,23 @@ function mapperView(ast: PegAst, input: Uint8Array, partial: boolean): MapperAst
   };
 }
 
+/** Formats whose messages are rebuilt by a format-specific mapper (the reference's format names). */
+const FORMAT_MAPPERS: Readonly<Record<string, (ast: FormatAstView) => AssistantMessage>> = {
+  "peg-gemma4": mapGemma4Ast,
+  "peg-minimax-m3": mapMinimaxM3Ast,
+};
+
+function formatView(ast: PegAst, view: ReturnType<typeof mapperView>): FormatAstView {
+  return {
+    roots: ast.roots,
+    tag: (id) => ast.tag(id),
+    rule: (id) => ast.rule(id),
+    children: (id) => ast.children(id),
+    isPartial: (id) => ast.isPartial(id),
+    text: (id) => view.text({ id, tag: "", children: [] }),
+  };
+}
+
 export interface ChatParseOutcome {
   message: AssistantMessage;
   result: PegParseResult | null;
@@ -73,7 +91,8 @@ export function runChatParser(plan: ChatPlan, input: Uint8Array, partial: boolea
     return { message: emptyAssistantMessage(), result, consumed: 0 };
   }
   const view = mapperView(result.ast, input, partial);
-  const message = mapChatAst(view);
+  const special = FORMAT_MAPPERS[plan.format];
+  const message = special !== undefined ? special(formatView(result.ast, view)) : mapChatAst(view);
   return { message, result, consumed: view.consumed() };
 }
 

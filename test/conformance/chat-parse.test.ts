@@ -60,8 +60,9 @@ describe("chat parse and diff conformance", () => {
   for (const g of GRAMMARS) {
     it(g.name, async () => {
       const arena = g.build();
-      const plan = chatPlan(arena, { generationPrompt: g.generationPrompt });
-      const params = { format: "peg-native", generation_prompt: g.generationPrompt, parser: arena.toJSON() };
+      const format = g.format ?? "peg-native";
+      const plan = chatPlan(arena, { generationPrompt: g.generationPrompt, format });
+      const params = { format, generation_prompt: g.generationPrompt, parser: arena.toJSON() };
       for (const text of [...g.valid, ...g.broken]) {
         const bytes = encoder.encode(text);
         const cuts = [...Array(bytes.length + 1).keys()];

@@ -9,7 +9,7 @@ import { buildChatPegParser } from "../../lib/chat/grammar/builder.js";
 import { GRAMMARS } from "../fixtures/chat/grammars.js";
 
 const encoder = new TextEncoder();
-const plans = new Map<string, ChatPlan>(GRAMMARS.map((g) => [g.name, chatPlan(g.build(), { generationPrompt: g.generationPrompt })]));
+const plans = new Map<string, ChatPlan>(GRAMMARS.map((g) => [g.name, chatPlan(g.build(), { generationPrompt: g.generationPrompt, format: g.format ?? "peg-native" })]));
 
 interface Streamed {
   deltas: ChatDelta[];
