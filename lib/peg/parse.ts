@@ -73,7 +73,7 @@ class ParseState {
     this.trace = trace;
     this.memo = memo;
     // AST nodes grow with the input; sizing up front avoids most regrowing.
-    this.ast = new AstBuffers(Math.min(1 << 20, Math.max(64, input.length >> 1)));
+    this.ast = new AstBuffers(Math.min(1 << 18, Math.max(64, input.length >> 3)));
   }
 
   push(id: PegAstId): void {
@@ -216,11 +216,14 @@ function compileNode(
     case "sequence": {
       const children = node.children.slice();
       const n = children.length;
+      // Children's closures, looked up once on first use (all closures exist by then).
+      let kids: ParseFn[] | undefined;
       return (s, pos) => {
+        const ks = (kids ??= children.map((c) => fns[c]!));
         const mark = s.sp;
         let p = pos;
         for (let i = 0; i < n; i++) {
-          const r = fns[children[i]!]!(s, p);
+          const r = ks[i]!(s, p);
           if (r === FAIL) {
             s.sp = mark;
             return FAIL; // end: where the failing child stopped, as the reference reports
@@ -237,12 +240,14 @@ function compileNode(
       const n = children.length;
       // An alternative whose first-byte set excludes the next byte would fail: skip the call.
       const sets = children.map((c) => first[c] ?? null);
+      let kids: ParseFn[] | undefined;
       return (s, pos) => {
+        const ks = (kids ??= children.map((c) => fns[c]!));
         const b = pos < s.len ? s.input[pos]! : -1;
         for (let i = 0; i < n; i++) {
           const fs = sets[i];
           if (b >= 0 && fs !== null && fs![b] === 0) continue;
-          const r = fns[children[i]!]!(s, pos);
+          const r = ks[i]!(s, pos);
           if (r !== FAIL) return r;
         }
         s.end = pos;
