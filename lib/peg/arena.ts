@@ -78,10 +78,18 @@ export class PegArena {
 
   /**
    * GBNF for this arena. `lazy`: only the trigger rules (and what they reach), with `root` their
-   * alternation, for grammars that activate on a trigger.
+   * alternation, for grammars that activate on a trigger. `resolveRefs`: JSON schemas whose `$ref`s
+   * are registered first (as chat.cpp does with the tools' parameters, so schema nodes that point
+   * into them resolve). `dotall`: `.` in schema patterns matches line breaks.
    */
-  toGbnf(options: { lazy?: boolean } = {}): string {
-    return buildGrammar((b) => this.buildGrammar(b, options.lazy === true));
+  toGbnf(options: { lazy?: boolean; resolveRefs?: readonly unknown[]; dotall?: boolean } = {}): string {
+    return buildGrammar(
+      (b) => {
+        for (const schema of options.resolveRefs ?? []) b.resolveRefs(structuredClone(schema));
+        this.buildGrammar(b, options.lazy === true);
+      },
+      { dotall: options.dotall === true },
+    );
   }
 
   /** One-line description of the subtree at `id` (default: the root), as the reference's `dump()`. */

@@ -357,9 +357,20 @@ export class PegBuilder {
 
   /** Text in `<...>` or `[...]`.  S -> "<" (!">" .)* ">" | "[" (!"]" .)* "]" */
   marker(): PegParser {
-    const sharp = this.literal("<").then(this.until(">")).then(this.literal(">"));
-    const square = this.literal("[").then(this.until("]")).then(this.literal("]"));
-    return this.choice([sharp, square]);
+    // Created right to left, as the reference's compiled `literal("<") + until(">") + literal(">")`
+    // evaluates its operands (GCC), so node ids match.
+    const sharp = (): PegParser => {
+      const close = this.literal(">");
+      const body = this.until(">");
+      return this.sequence([this.sequence([this.literal("<"), body]), close]);
+    };
+    const square = (): PegParser => {
+      const close = this.literal("]");
+      const body = this.until("]");
+      return this.sequence([this.sequence([this.literal("["), body]), close]);
+    };
+    const a = sharp();
+    return this.choice([a, square()]);
   }
 
   /**

@@ -53,7 +53,7 @@ function dumpImpl(nodes: readonly PegNode[], id: PegNodeId, visited: Set<PegNode
     case "until":
       return `Until(${node.delimiters.join(" | ")})`;
     case "schema":
-      return `Schema(${sub(node.child)}, ${node.schema === null || node.schema === undefined ? "null" : JSON.stringify(node.schema)})`;
+      return `Schema(${sub(node.child)}, ${node.schema === undefined ? "null" : JSON.stringify(node.schema)})`;
     case "rule":
       return `Rule(${node.name}, ${sub(node.child)})`;
     case "ref":

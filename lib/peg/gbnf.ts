@@ -25,8 +25,10 @@ export interface GbnfArenaView {
 
 /** Does a schema node emit its child's grammar instead of the schema's? (raw strings and raw enums do) */
 function schemaDelegates(node: Extract<PegNode, { kind: "schema" }>): boolean {
-  const schema = node.schema as Record<string, unknown> | null | undefined;
-  if (schema === null || schema === undefined) return true;
+  // Only a missing schema delegates; a JSON null given to the builder is compiled as a schema.
+  if (node.schema === undefined) return true;
+  const schema = node.schema as Record<string, unknown> | null;
+  if (schema === null) return false;
   const isObj = typeof schema === "object" && !Array.isArray(schema);
   if (node.raw && isObj && "type" in schema) {
     const t = schema.type;

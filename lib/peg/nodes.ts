@@ -43,7 +43,11 @@ export type PegNode =
   | { kind: "string"; delimiter: string }
   /** S -> (!delim .)* for any of `delimiters` */
   | { kind: "until"; delimiters: string[] }
-  /** child, exported to GBNF through a JSON schema */
+  /**
+   * child, exported to GBNF through a JSON schema. `schema: undefined` = no schema (what a JSON
+   * `null` loads as; the GBNF then is the child's), while a builder-given `null` is a schema value,
+   * as in the reference (a pointer to a JSON null vs no pointer).
+   */
   | { kind: "schema"; child: PegNodeId; name: string; schema: unknown; raw: boolean }
   /** named rule; creates an AST node */
   | { kind: "rule"; name: string; child: PegNodeId; trigger: boolean }

@@ -168,7 +168,8 @@ export function nodeFromJson(j: unknown, where: string): PegNode {
       return { kind: "until", delimiters: strings(p, "delimiters", where) };
     case "schema": {
       field(p, "schema", where);
-      return { kind: "schema", child: int(p, "child", where), name: str(p, "name", where), schema: p.schema ?? null, raw: bool(p, "raw", where) };
+      // JSON null loads as "no schema" (the reference's from_json leaves the pointer empty)
+      return { kind: "schema", child: int(p, "child", where), name: str(p, "name", where), schema: p.schema === null ? undefined : p.schema, raw: bool(p, "raw", where) };
     }
     case "rule":
       return { kind: "rule", name: str(p, "name", where), child: int(p, "child", where), trigger: bool(p, "trigger", where) };

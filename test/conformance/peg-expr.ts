@@ -260,7 +260,11 @@ class ExprEvaluator {
   private tagWithSafeContent(tagName: string, marker: string, inner: PegParser): PegParser {
     const p = this.p;
     if (marker === "") return p.zeroOrMore(p.choice([inner, p.rule(tagName, p.tag("content", p.any()))]));
-    const chunk = p.rule(tagName, p.tag("content", p.negate(p.literal(marker)).then(p.any()).then(p.until(marker))));
+    // `negate(literal(m)) + any() + until(m)`: the compiled reference evaluates + operands right to left
+    const until = p.until(marker);
+    const any = p.any();
+    const notMarker = p.negate(p.literal(marker));
+    const chunk = p.rule(tagName, p.tag("content", notMarker.then(any).then(until)));
     return p.zeroOrMore(p.choice([inner, chunk]));
   }
 

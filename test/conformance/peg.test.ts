@@ -60,11 +60,15 @@ describe("PEG conformance with the reference", () => {
       for (const lazy of [false, true]) {
         const ref = await h.request<{ gbnf: string }>("peg.gbnf", { expr: c.expr, lazy, ...(c.gbnf ?? {}) });
         totals.gbnf++;
+        const opts = { lazy, resolveRefs: (c.gbnf?.resolve_refs as unknown[] | undefined) ?? [] };
         if (!ref.ok) {
-          expect(() => arena.toGbnf({ lazy }), `reference rejected the grammar: ${ref.error}`).toThrow();
+          expect(() => arena.toGbnf(opts), `reference rejected the grammar: ${ref.error}`).toThrow();
           continue;
         }
-        expect(arena.toGbnf({ lazy }), `gbnf lazy=${lazy}`).toBe(ref.result!.gbnf);
+        expect(arena.toGbnf(opts), `gbnf lazy=${lazy}`).toBe(ref.result!.gbnf);
+        // the tree the reference serialized exports the same grammar as the one it built
+        const fromRef = await h.request<{ gbnf: string }>("peg.gbnf", { arena: built.result!.arena_text, lazy, ...(c.gbnf ?? {}) });
+        if (fromRef.ok) expect(PegArena.fromJSON(built.result!.arena_text).toGbnf(opts), `loaded arena gbnf lazy=${lazy}`).toBe(fromRef.result!.gbnf);
       }
 
       const jobs: Array<{ input: Uint8Array; partial: boolean }> = [];

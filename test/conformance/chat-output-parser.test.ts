@@ -1,0 +1,152 @@
+/**
+ * `buildChatOutputParser` vs the reference's autoparser: for every template in
+ * vendor/llama.cpp/models/templates whose reference format is "peg-native" (the autoparser path),
+ * the reference's analysis (`chat.analyze`) is fed to our generator with the same request, and the
+ * tree must parse the same outputs to the same messages as the reference's own tree (from
+ * `chat.templates_apply`). Outputs: the generation prompt's continuation with reasoning, content
+ * and a tool call rendered in the template's own markers, cut at every byte.
+ */
+import { readFileSync, readdirSync } from "node:fs";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { buildChatOutputParser, type ChatOutputFormat } from "../../lib/chat/grammar/output-parser.js";
+import { parseChatOutput } from "../../lib/chat/parse.js";
+import { chatPlan } from "../../lib/chat/plan.js";
+import { LlamapegError } from "../../lib/errors.js";
+import { TOOLS } from "../fixtures/chat/grammars.js";
+import { getHarness, type Harness } from "../support/harness.js";
+import { b64, cutsCharacter, normOurs, normRef, type RefMsg } from "./chat-compare.js";
+import { canonicalArena } from "./peg-compare.js";
+
+const DIR = new URL("../../vendor/llama.cpp/models/templates/", import.meta.url).pathname;
+const TEMPLATES = readdirSync(DIR).filter((f) => f.endsWith(".jinja")).sort();
+const encoder = new TextEncoder();
+let h: Harness;
+const totals = { templates: 0, autoparser: 0, identicalArenas: 0, parses: 0 };
+
+beforeAll(async () => {
+  h = await getHarness();
+});
+
+afterAll(async () => {
+  await h?.close();
+  console.log(
+    `chat output parser conformance: ${totals.templates} templates, ${totals.autoparser} on the autoparser path (${totals.identicalArenas} node-for-node identical trees), ${totals.parses} parses compared`,
+  );
+});
+
+/** The harness's snake_case analysis in the camelCase shape our generator reads. */
+function toFormat(a: any): ChatOutputFormat {
+  const t = a.tools;
+  return {
+    reasoning: a.reasoning,
+    content: a.content,
+    tools: {
+      format: {
+        mode: t.format.mode,
+        sectionStart: t.format.section_start,
+        sectionEnd: t.format.section_end,
+        perCallStart: t.format.per_call_start,
+        perCallEnd: t.format.per_call_end,
+        funNameIsKey: t.format.fun_name_is_key,
+        toolsArrayWrapped: t.format.tools_array_wrapped,
+        openaiWrapperTrigger: t.format.openai_wrapper_trigger,
+        functionField: t.format.function_field,
+        nameField: t.format.name_field,
+        argsField: t.format.args_field,
+        idField: t.format.id_field,
+        genIdField: t.format.gen_id_field,
+        parameterOrder: t.format.parameter_order,
+      },
+      function: { namePrefix: t.function.name_prefix, nameSuffix: t.function.name_suffix, argsSeparator: t.function.args_separator, close: t.function.close },
+      arguments: {
+        start: t.arguments.start,
+        end: t.arguments.end,
+        namePrefix: t.arguments.name_prefix,
+        nameSuffix: t.arguments.name_suffix,
+        valuePrefix: t.arguments.value_prefix,
+        valueSuffix: t.arguments.value_suffix,
+        tolerateIntertagWhitespace: t.arguments.tolerate_intertag_whitespace,
+      },
+      callId: { pos: t.call_id.pos, prefix: t.call_id.prefix, suffix: t.call_id.suffix },
+    },
+  };
+}
+
+/** A plausible output in the template's markers: reasoning, content, one call. */
+function sampleOutputs(f: ChatOutputFormat): string[] {
+  const r = f.reasoning.end ? `${f.reasoning.mode === "none" ? "" : "Let me think 😀."}${f.reasoning.end}` : "";
+  const wrapped = f.content.mode === "always_wrapped" && f.content.start && f.content.end;
+  const content = wrapped ? `${f.content.start}Sure "x" {y} 日本${f.content.end}` : `Sure "x" {y} 日本`;
+  const t = f.tools;
+  const args = { location: 'Paris "6e"', unit: "celsius" };
+  let call = "";
+  const start = t.format.sectionStart || t.format.perCallStart;
+  const end = t.format.sectionStart ? t.format.sectionEnd : t.format.perCallEnd;
+  if (t.format.mode === "json_native") {
+    const body = t.format.funNameIsKey
+      ? { get_current_weather: args }
+      : { [t.format.nameField || "name"]: "get_current_weather", [t.format.argsField || "arguments"]: args };
+    const json = JSON.stringify(body);
+    call = `${start}${t.format.toolsArrayWrapped ? `[${json}]` : json}${end}`;
+  } else if (t.format.mode === "tag_with_json") {
+    const fn = `${t.function.namePrefix}get_current_weather${t.function.nameSuffix}${t.function.argsSeparator ?? ""}${t.arguments.start}${JSON.stringify(args)}${t.arguments.end}${t.function.close}`;
+    call = t.format.perCallStart ? `${t.format.sectionStart}${t.format.perCallStart}${fn}${t.format.perCallEnd}${t.format.sectionEnd}` : `${t.format.sectionStart}${fn}${t.format.sectionEnd}`;
+  } else if (t.format.mode === "tag_with_tagged") {
+    const a = t.arguments;
+    const argText = Object.entries(args)
+      .map(([k, v]) => `${a.namePrefix}${k}${a.nameSuffix}${a.valuePrefix}${v}${a.valueSuffix}`)
+      .join("");
+    const fn = `${t.function.namePrefix}get_current_weather${t.function.nameSuffix}${t.function.argsSeparator ?? ""}${a.start}${argText}${a.end}${t.function.close}`;
+    call = t.format.perCallStart ? `${t.format.sectionStart}${t.format.perCallStart}${fn}${t.format.perCallEnd}${t.format.sectionEnd}` : `${t.format.sectionStart}${fn}${t.format.sectionEnd}`;
+  }
+  return [`${r}${content}`, `${r}${wrapped ? "" : "Calling."}${call}`];
+}
+
+describe("chat output parser vs the reference autoparser", () => {
+  for (const file of TEMPLATES) {
+    it(file, async () => {
+      totals.templates++;
+      const template = readFileSync(DIR + file, "utf8");
+      const request = {
+        messages: [{ role: "user", content: "What is the weather in Paris?" }],
+        tools: TOOLS,
+        tool_choice: "auto",
+        parallel_tool_calls: true,
+        add_generation_prompt: true,
+      };
+      const applied = await h.request<any>("chat.templates_apply", { template, request });
+      if (!applied.ok || applied.result.format !== "peg-native" || applied.result.parser === null) return; // specialized or failing: not the autoparser
+      const analysis = await h.call<any>("chat.analyze", { template });
+      totals.autoparser++;
+      const format = toFormat(analysis);
+      const arena = buildChatOutputParser(format, {
+        tools: TOOLS,
+        toolChoice: "auto",
+        parallelToolCalls: true,
+        supportsToolCalls: analysis.caps.supports_tool_calls,
+        generationPrompt: applied.result.generation_prompt,
+      });
+      if (JSON.stringify(canonicalArena(arena.toJSON())) === JSON.stringify(canonicalArena(applied.result.parser))) totals.identicalArenas++;
+      const plan = chatPlan(arena, { generationPrompt: applied.result.generation_prompt });
+      const params = { format: "peg-native", generation_prompt: applied.result.generation_prompt, parser_text: applied.result.parser_text };
+      for (const text of sampleOutputs(format)) {
+        const bytes = encoder.encode(text);
+        const cuts = [...Array(bytes.length + 1).keys()].filter((c) => !cutsCharacter(bytes, c));
+        const refs = await Promise.all(cuts.map((cut) => h.request<{ msg: RefMsg }>("chat.parse", { params, text_b64: b64(bytes.subarray(0, cut)), partial: true })));
+        cuts.forEach((cut, i) => {
+          totals.parses++;
+          const ref = refs[i]!;
+          let ours: ReturnType<typeof parseChatOutput> | LlamapegError;
+          try {
+            ours = parseChatOutput(plan, bytes.subarray(0, cut), { partial: true });
+          } catch (e) {
+            ours = e as LlamapegError;
+          }
+          const where = `${file}: ${JSON.stringify(text)} cut at ${cut}`;
+          expect(ours instanceof LlamapegError, `${where}: reference ${ref.ok ? "accepts" : `rejects (${ref.error})`}`).toBe(!ref.ok);
+          if (ref.ok && !(ours instanceof LlamapegError)) expect(normOurs(ours), where).toEqual(normRef(ref.result!.msg));
+        });
+      }
+    });
+  }
+});

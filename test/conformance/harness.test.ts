@@ -1,0 +1,229 @@
+// Smoke test of the C++ reference harness itself: each command answers once with something that
+// only the real reference code could have produced, and bad requests do not kill the process.
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+import { getHarness, HarnessCommandError, type Harness } from "../support/harness.js";
+
+let h: Harness;
+
+beforeAll(async () => {
+  h = await getHarness();
+});
+
+afterAll(async () => {
+  await h?.close();
+});
+
+describe("reference harness: PEG", () => {
+  const ab = ["seq", ["lit", "a"], ["lit", "b"]];
+
+  it("builds an arena whose JSON lists the builder's nodes", async () => {
+    const { arena, arena_text } = await h.call("peg.build", { expr: ab });
+    expect(arena.parsers.map((p: { type: string }) => p.type)).toEqual(["literal", "literal", "sequence"]);
+    expect(arena.root).toBe(2);
+    expect(JSON.parse(arena_text)).toEqual(arena);
+  });
+
+  it("round-trips an arena through from_json/to_json", async () => {
+    const { arena } = await h.call("peg.build", { expr: ["rule", "greeting", ["choice", "hi", "hello"]] });
+    const loaded = await h.call("peg.load", { arena });
+    expect(loaded.arena).toEqual(arena);
+  });
+
+  it("parses 'ab' completely and 'a' as need_more_input when partial", async () => {
+    const full = await h.call("peg.parse", { expr: ab, input: "ab" });
+    expect(full).toMatchObject({ type: "success", start: 0, end: 2 });
+    const partial = await h.call("peg.parse", { expr: ab, input: "a", partial: true });
+    expect(partial.type).toBe("need_more_input");
+    const complete = await h.call("peg.parse", { expr: ab, input: "a" });
+    expect(complete.type).toBe("fail");
+  });
+
+  it("returns the tagged AST with byte offsets", async () => {
+    const expr = ["seq", ["tag", "greet", ["lit", "héllo"]], ["space"], ["tag", "who", ["rest"]]];
+    const r = await h.call("peg.parse", { expr, input: "héllo world" });
+    expect(r.type).toBe("success");
+    const tags = r.ast.map((n: { tag: string; start: number; end: number; text: string }) => [n.tag, n.start, n.end, n.text]);
+    expect(tags).toEqual([
+      ["greet", 0, 6, "héllo"],
+      ["who", 7, 12, "world"],
+    ]);
+    expect(r.nodes).toEqual([0, 1]);
+  });
+
+  it("accepts input_b64 and reports text that is not UTF-8 as base64", async () => {
+    // "é" cut after its first byte: `any` wants the rest of the character
+    const bytes = Buffer.from([0x61, 0xc3]);
+    const r = await h.call("peg.parse", {
+      expr: ["tag", "t", ["plus", ["any"]]],
+      input_b64: bytes.toString("base64"),
+      partial: true,
+    });
+    expect(r.type).toBe("success");
+    expect(r.end).toBe(1);
+  });
+
+  it("exports GBNF, lazy and not", async () => {
+    const expr = ["seq", ["lit", "x"], ["trigger_rule", "call", ["seq", "<call>", ["json"]]]];
+    const { gbnf } = await h.call("peg.gbnf", { expr });
+    expect(gbnf).toMatch(/^root ::= "x" call$/m);
+    const lazy = await h.call("peg.gbnf", { expr, lazy: true });
+    expect(lazy.gbnf).toMatch(/^root ::= call$/m);
+    expect(lazy.gbnf).toMatch(/^json-value ::= /m);
+  });
+
+  it("dumps a parser tree", async () => {
+    const { dump } = await h.call("peg.dump", { expr: ["opt", ["lit", "a"]] });
+    expect(dump).toContain("a");
+  });
+});
+
+describe("reference harness: JSON schema", () => {
+  it("converts {type: integer} to a grammar with a root rule", async () => {
+    const { gbnf } = await h.call("json_schema.to_grammar", { schema: { type: "integer" } });
+    expect(gbnf).toMatch(/^root ::= /m);
+    expect(gbnf).toMatch(/integral-part/);
+  });
+
+  it("reports an unsupported schema as ok:false with the reference's message", async () => {
+    const answer = await h.request("json_schema.to_grammar", { schema: { $ref: "#/definitions/missing" } });
+    expect(answer.ok).toBe(false);
+    expect(answer.error).toMatch(/missing/);
+  });
+
+  it("runs build_grammar callbacks in order", async () => {
+    const r = await h.call("grammar.build", {
+      ops: [
+        ["add_rule", "greeting", '"hi"'],
+        ["add_schema", "root", { type: "boolean" }],
+      ],
+    });
+    expect(r.returns[0]).toBe("greeting");
+    expect(r.gbnf).toMatch(/^greeting ::= "hi"$/m);
+    expect(r.gbnf).toMatch(/^root ::= /m);
+  });
+
+  it("probes whether a schema resolves to a string", async () => {
+    const yes = await h.call("json_schema.info", { schema: { anyOf: [{ type: "integer" }, { type: "string" }] } });
+    const no = await h.call("json_schema.info", { schema: { type: "integer" } });
+    expect([yes.resolves_to_string, no.resolves_to_string]).toEqual([true, false]);
+  });
+});
+
+const templatesDir = join(import.meta.dirname, "..", "..", "vendor", "llama.cpp", "models", "templates");
+const template = (name: string) => readFileSync(join(templatesDir, `${name}.jinja`), "utf8");
+
+const weatherTool = {
+  type: "function",
+  function: {
+    name: "get_weather",
+    description: "Weather for a city",
+    parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] },
+  },
+};
+const askWeather = { messages: [{ role: "user", content: "Weather in Paris?" }], tools: [weatherTool] };
+
+describe("reference harness: chat", () => {
+  const qwen = template("Qwen-Qwen2.5-7B-Instruct");
+
+  it("applies a template: prompt, lazy grammar with triggers, parser arena", async () => {
+    const r = await h.call("chat.templates_apply", { template: qwen, request: askWeather });
+    expect(r.prompt).toContain("get_weather");
+    expect(r.prompt.endsWith("<|im_start|>assistant\n")).toBe(true);
+    expect(r.grammar_lazy).toBe(true);
+    expect(r.grammar_triggers.length).toBeGreaterThan(0);
+    expect(r.grammar).toMatch(/^root ::= /m);
+    expect(Array.isArray(r.parser.parsers)).toBe(true);
+    expect(JSON.parse(r.parser_text)).toEqual(r.parser);
+    expect(typeof r.format).toBe("string");
+  });
+
+  it("prints the fixed 'now' where a template shows today's date", async () => {
+    const llama = template("meta-llama-Llama-3.1-8B-Instruct");
+    const r = await h.call("chat.templates_apply", {
+      template: llama,
+      request: { ...askWeather, now: "2026-01-31T12:00:00Z" },
+    });
+    expect(r.prompt).toContain("Today Date: 31 Jan 2026");
+  });
+
+  it("parses a model's tool call into an OpenAI message", async () => {
+    const text = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>';
+    const r = await h.call("chat.parse", { template: qwen, request: askWeather, text });
+    expect(r.message.tool_calls).toHaveLength(1);
+    expect(r.message.tool_calls[0].function.name).toBe("get_weather");
+    expect(JSON.parse(r.message.tool_calls[0].function.arguments)).toEqual({ city: "Paris" });
+    const partial = await h.call("chat.parse", { params: await h.call("chat.templates_apply", { template: qwen, request: askWeather }), text: text.slice(0, 40), partial: true });
+    expect(partial.msg.tool_calls[0]?.name ?? "").toMatch(/^get_weather$|^$/);
+  });
+
+  it("computes streaming diffs", async () => {
+    const diffs = await h.call("chat.diff", {
+      prev: { role: "assistant", content: "Hel" },
+      next: { role: "assistant", content: "Hello", tool_calls: [{ name: "f", arguments: "{", id: "" }] },
+    });
+    expect(diffs).toEqual([
+      { reasoning_content_delta: "", content_delta: "lo", tool_call_index: null, tool_call_delta: { name: "", arguments: "", id: "" } },
+      { reasoning_content_delta: "", content_delta: "", tool_call_index: 0, tool_call_delta: { name: "f", arguments: "{", id: "" } },
+    ]);
+    const shrink = await h.request("chat.diff", {
+      prev: { tool_calls: [{ name: "f", arguments: "{}" }] },
+      next: { content: "x" },
+    });
+    expect(shrink.ok).toBe(false);
+  });
+
+  it("builds chat grammars with the chat builder and parses them into messages", async () => {
+    const expr = ["seq", ["reasoning_block", ["seq", "<think>", ["reasoning", ["until", "</think>"]], "</think>"]], ["content", ["rest"]]];
+    const { arena } = await h.call("chat.peg_build", { expr });
+    expect(arena.parsers.some((p: { tag?: string }) => p.tag === "reasoning")).toBe(true);
+    const r = await h.call("chat.parse", { arena, text: "<think>hmm</think>Hi" });
+    expect(r.msg).toMatchObject({ reasoning_content: "hmm", content: "Hi" });
+  });
+
+  it("analyses a template", async () => {
+    const a = await h.call("chat.analyze", { template: qwen });
+    expect(a.tools.format.mode).not.toBe("NONE");
+    expect(a.caps.supports_tools).toBe(true);
+  });
+
+  it("renders with llama.cpp's Jinja engine, clock fixed", async () => {
+    const r = await h.call("jinja.render", {
+      template: "{{ greeting }} {{ n + 1 }} {{ strftime_now('%Y-%m-%d') }}",
+      context: { greeting: "hi", n: 41 },
+      now: "2026-01-31T12:00:00Z",
+    });
+    expect(r.output).toBe("hi 42 2026-01-31");
+    const rendered = await h.call("chat.render", {
+      template: qwen,
+      messages: [{ role: "user", content: "hey" }],
+      add_generation_prompt: true,
+    });
+    expect(rendered.prompt).toContain("<|im_start|>user\nhey<|im_end|>");
+  });
+});
+
+describe("reference harness: protocol", () => {
+  it("answers malformed requests with ok:false and keeps answering", async () => {
+    const notJson = await h.requestRaw("{this is not json");
+    expect(notJson.ok).toBe(false);
+    const unknown = await h.request("no.such.command");
+    expect(unknown).toMatchObject({ ok: false, error: "unknown command 'no.such.command'" });
+    const badExpr = await h.request("peg.build", { expr: ["seq", ["nonsense"]] });
+    expect(badExpr.ok).toBe(false);
+    expect(badExpr.error).toMatch(/nonsense/);
+    await expect(h.call("peg.parse", { expr: ["lit", "a"] })).rejects.toBeInstanceOf(HarnessCommandError);
+    expect(await h.call("ping")).toEqual({ pong: true });
+  });
+
+  it("pipelines concurrent requests and matches answers by id", async () => {
+    const inputs = ["a", "ab", "abab", "b", ""];
+    const results = await Promise.all(
+      inputs.map((input) => h.call("peg.parse", { expr: ["star", ["lit", "ab"]], input })),
+    );
+    expect(results.map((r) => r.end)).toEqual([0, 2, 4, 0, 0]);
+  });
+});
