@@ -1,0 +1,242 @@
+// llamapeg-bench-loop: the plain C++ generation loop that `npm run bench` compares the addon with.
+// It does what a careful libllama user writes by hand: decode the prompt, then per token sample
+// with the same chain the addon builds (native/sampling.cpp), grammar checked rejection-first
+// (sample, test the one token, constrain the full vocabulary only when it is rejected), accept,
+// decode the token. No Node, no threads of its own.
+//
+// Usage: llamapeg-bench-loop --model M (--prompt-tokens 1,2,3 | --prompt TEXT) --n-predict N [--threads T]
+//          [--ctx N] [--batch N] [--temp F] [--top-k N] [--top-p F] [--min-p F] [--seed N]
+//          [--repeat-penalty F] [--grammar-file F] [--lazy] [--trigger-pattern RE]... [--runs R]
+//          [--print]
+// Prints one JSON object: {"runs":[{"generated":N,"totalMs":..,"promptMs":..,"generateMs":..,
+//   "stop":"eog|length","tokens":[..]}]}. --print writes the generated text to stderr.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "llama.h"
+
+namespace {
+
+struct Args {
+  std::string model;
+  std::vector<llama_token> prompt;
+  std::string promptText;
+  int nPredict = 128;
+  int threads = 1;
+  int ctx = 2048;
+  int batch = 512;
+  float temp = 0.8f;
+  int topK = 40;
+  float topP = 0.95f;
+  float minP = 0.05f;
+  uint32_t seed = 1;
+  float repeatPenalty = 1.0f;
+  std::string grammarFile;
+  bool lazy = false;
+  std::vector<std::string> triggerPatterns;
+  int runs = 1;
+  bool print = false;
+};
+
+[[noreturn]] void Fail(const std::string& message) {
+  std::fprintf(stderr, "llamapeg-bench-loop: %s\n", message.c_str());
+  std::exit(2);
+}
+
+Args Parse(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; i++) {
+    std::string k = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) Fail("missing value after " + k);
+      return argv[++i];
+    };
+    if (k == "--model") a.model = next();
+    else if (k == "--prompt-tokens") {
+      std::stringstream ss(next());
+      std::string item;
+      while (std::getline(ss, item, ',')) a.prompt.push_back(static_cast<llama_token>(std::stol(item)));
+    } else if (k == "--prompt") a.promptText = next();
+    else if (k == "--n-predict") a.nPredict = std::stoi(next());
+    else if (k == "--threads") a.threads = std::stoi(next());
+    else if (k == "--ctx") a.ctx = std::stoi(next());
+    else if (k == "--batch") a.batch = std::stoi(next());
+    else if (k == "--temp") a.temp = std::stof(next());
+    else if (k == "--top-k") a.topK = std::stoi(next());
+    else if (k == "--top-p") a.topP = std::stof(next());
+    else if (k == "--min-p") a.minP = std::stof(next());
+    else if (k == "--seed") a.seed = static_cast<uint32_t>(std::stoul(next()));
+    else if (k == "--repeat-penalty") a.repeatPenalty = std::stof(next());
+    else if (k == "--grammar-file") a.grammarFile = next();
+    else if (k == "--lazy") a.lazy = true;
+    else if (k == "--trigger-pattern") a.triggerPatterns.push_back(next());
+    else if (k == "--runs") a.runs = std::stoi(next());
+    else if (k == "--print") a.print = true;
+    else Fail("unknown argument " + k);
+  }
+  if (a.model.empty()) Fail("--model is required");
+  if (a.prompt.empty() == a.promptText.empty()) Fail("give one of --prompt-tokens or --prompt");
+  return a;
+}
+
+double MsSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// The addon's chain, in the addon's order (native/sampling.cpp).
+llama_sampler* MakeChain(const llama_vocab* vocab, const Args& a) {
+  llama_sampler_chain_params cp = llama_sampler_chain_default_params();
+  cp.no_perf = true;
+  llama_sampler* chain = llama_sampler_chain_init(cp);
+  if (a.repeatPenalty != 1.0f) {
+    llama_sampler_chain_add(chain, llama_sampler_init_penalties(llama_vocab_n_tokens(vocab), 64, a.repeatPenalty, 0.0f, 0.0f));
+  }
+  if (a.temp <= 0.0f) {
+    llama_sampler_chain_add(chain, llama_sampler_init_greedy());
+  } else {
+    llama_sampler_chain_add(chain, llama_sampler_init_top_k(a.topK));
+    llama_sampler_chain_add(chain, llama_sampler_init_top_p(a.topP, 1));
+    llama_sampler_chain_add(chain, llama_sampler_init_min_p(a.minP, 1));
+    llama_sampler_chain_add(chain, llama_sampler_init_temp(a.temp));
+    llama_sampler_chain_add(chain, llama_sampler_init_dist(a.seed));
+  }
+  return chain;
+}
+
+llama_sampler* MakeGrammar(const llama_vocab* vocab, const Args& a) {
+  if (a.grammarFile.empty()) return nullptr;
+  std::ifstream in(a.grammarFile);
+  if (!in) Fail("cannot read " + a.grammarFile);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string gbnf = ss.str();
+  llama_sampler* g;
+  if (a.lazy) {
+    std::vector<const char*> patterns;
+    for (const auto& p : a.triggerPatterns) patterns.push_back(p.c_str());
+    g = llama_sampler_init_grammar_lazy_patterns(vocab, gbnf.c_str(), "root", patterns.data(), patterns.size(), nullptr, 0);
+  } else {
+    g = llama_sampler_init_grammar(vocab, gbnf.c_str(), "root");
+  }
+  if (g == nullptr) Fail("llama.cpp rejected the grammar in " + a.grammarFile);
+  return g;
+}
+
+struct Run {
+  int generated = 0;
+  double totalMs = 0, promptMs = 0, generateMs = 0;
+  const char* stop = "length";
+  std::vector<llama_token> tokens;
+};
+
+Run Generate(llama_context* ctx, const llama_vocab* vocab, const Args& a) {
+  Run r;
+  llama_memory_clear(llama_get_memory(ctx), true);
+  llama_sampler* chain = MakeChain(vocab, a);
+  llama_sampler* grammar = MakeGrammar(vocab, a);
+  const int nVocab = llama_vocab_n_tokens(vocab);
+  std::vector<llama_token_data> cand(static_cast<size_t>(nVocab));
+  auto fill = [&](const float* logits) {
+    for (int i = 0; i < nVocab; i++) cand[static_cast<size_t>(i)] = llama_token_data{i, logits[i], 0.0f};
+  };
+
+  std::string text;
+  auto t0 = std::chrono::steady_clock::now();
+  std::vector<llama_token> prompt = a.prompt;
+  for (size_t n = 0; n < prompt.size(); n += static_cast<size_t>(a.batch)) {
+    int32_t chunk = static_cast<int32_t>(std::min(prompt.size() - n, static_cast<size_t>(a.batch)));
+    if (llama_decode(ctx, llama_batch_get_one(prompt.data() + n, chunk)) != 0) Fail("prompt decode failed");
+  }
+  r.promptMs = MsSince(t0);
+  auto t1 = std::chrono::steady_clock::now();
+  for (int i = 0; i < a.nPredict; i++) {
+    const float* logits = llama_get_logits_ith(ctx, -1);
+    fill(logits);
+    llama_token_data_array all{cand.data(), cand.size(), -1, false};
+    llama_sampler_apply(chain, &all);
+    llama_token id = all.data[all.selected].id;
+    if (grammar != nullptr) {
+      llama_token_data single{id, 1.0f, 0.0f};
+      llama_token_data_array one{&single, 1, -1, false};
+      llama_sampler_apply(grammar, &one);
+      if (single.logit == -INFINITY) {
+        fill(logits);
+        all = llama_token_data_array{cand.data(), cand.size(), -1, false};
+        llama_sampler_apply(grammar, &all);
+        llama_sampler_apply(chain, &all);
+        if (all.selected < 0 || all.data[all.selected].logit == -INFINITY) Fail("grammar dead end");
+        id = all.data[all.selected].id;
+      }
+    }
+    if (llama_vocab_is_eog(vocab, id)) {
+      r.stop = "eog";
+      break;
+    }
+    if (grammar != nullptr) llama_sampler_accept(grammar, id);
+    llama_sampler_accept(chain, id);
+    r.tokens.push_back(id);
+    r.generated++;
+    // Every real loop turns tokens into text; the addon does the same per token.
+    char buf[256];
+    int n = llama_token_to_piece(vocab, id, buf, sizeof buf, 0, false);
+    if (n > 0) text.append(buf, static_cast<size_t>(n));
+    if (i + 1 == a.nPredict) break;  // the last token needs no decode: it is already generated
+    if (llama_decode(ctx, llama_batch_get_one(&id, 1)) != 0) Fail("decode failed");
+  }
+  r.generateMs = MsSince(t1);
+  r.totalMs = MsSince(t0);
+  if (a.print) std::fprintf(stderr, "%s\n", text.c_str());
+  llama_sampler_free(chain);
+  if (grammar != nullptr) llama_sampler_free(grammar);
+  return r;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args a = Parse(argc, argv);
+  llama_log_set([](ggml_log_level, const char*, void*) {}, nullptr);
+  llama_backend_init();
+  llama_model_params mp = llama_model_default_params();
+  llama_model* model = llama_model_load_from_file(a.model.c_str(), mp);
+  if (model == nullptr) Fail("cannot load " + a.model);
+  llama_context_params cp = llama_context_default_params();
+  cp.n_ctx = static_cast<uint32_t>(a.ctx);
+  cp.n_batch = static_cast<uint32_t>(a.batch);
+  cp.n_threads = a.threads;
+  cp.n_threads_batch = a.threads;
+  cp.no_perf = true;
+  llama_context* ctx = llama_init_from_model(model, cp);
+  if (ctx == nullptr) Fail("cannot create a context");
+  const llama_vocab* vocab = llama_model_get_vocab(model);
+  if (!a.promptText.empty()) {
+    std::vector<llama_token> ids(a.promptText.size() + 8);
+    int n = llama_tokenize(vocab, a.promptText.c_str(), static_cast<int32_t>(a.promptText.size()), ids.data(),
+                           static_cast<int32_t>(ids.size()), false, true);
+    if (n <= 0) Fail("cannot tokenize --prompt");
+    ids.resize(static_cast<size_t>(n));
+    a.prompt = ids;
+  }
+
+  std::printf("{\"runs\":[");
+  for (int r = 0; r < a.runs; r++) {
+    Run run = Generate(ctx, vocab, a);
+    std::printf("%s{\"generated\":%d,\"totalMs\":%.3f,\"promptMs\":%.3f,\"generateMs\":%.3f,\"stop\":\"%s\",\"tokens\":[",
+                r == 0 ? "" : ",", run.generated, run.totalMs, run.promptMs, run.generateMs, run.stop);
+    for (size_t i = 0; i < run.tokens.size(); i++) std::printf("%s%d", i == 0 ? "" : ",", run.tokens[i]);
+    std::printf("]}");
+  }
+  std::printf("]}\n");
+  llama_free(ctx);
+  llama_model_free(model);
+  llama_backend_free();
+  return 0;
+}
