@@ -7,8 +7,9 @@
  * For every output, at every byte: the partial parse (reference `common_chat_peg_parse` with
  * is_partial) gives the same message (arguments compared as JSON when they are JSON), or both
  * reject; consecutive partial messages give the same diffs (`compute_diffs`), or both reject.
- * Complete parses: ours is strict (the whole output must match), the reference stays lenient, so
- * they are compared where the reference's parse is a success.
+ * Complete parses: ours is strict (the whole output must match), the reference stays lenient: where
+ * we accept, the messages must be the same; where we reject, the reference's parse must not be a
+ * success (it is need_more_input or a failure).
  */
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -94,12 +95,12 @@ describe("chat parse and diff conformance", () => {
           partial: true,
         });
         const ours = ourParse(plan, bytes, false);
-        if (refType.type === "success") {
-          expect(ours instanceof LlamapegError, `${JSON.stringify(text)} complete`).toBe(!ref.ok);
-          if (ref.ok && !(ours instanceof LlamapegError)) expect(normOurs(ours)).toEqual(normRef(ref.result!.msg));
+        if (ours instanceof LlamapegError) {
+          // We require the whole output to match; the reference (lenient) must not call it a success.
+          expect(refType.type, `${JSON.stringify(text)} complete: we reject, the reference parses`).not.toBe("success");
         } else {
-          // The reference accepts an unfinished output as final; we do not.
-          expect(ours, `${JSON.stringify(text)} complete, reference type ${refType.type}`).toBeInstanceOf(LlamapegError);
+          expect(ref.ok, `${JSON.stringify(text)} complete: we accept, the reference rejects (${ref.error})`).toBe(true);
+          expect(normOurs(ours), `${JSON.stringify(text)} complete`).toEqual(normRef(ref.result!.msg));
         }
       }
     });
