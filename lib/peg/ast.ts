@@ -41,60 +41,29 @@ export interface PegAstNodeJson {
  * @internal
  */
 export class AstBuffers {
+  // Plain arrays of small integers: cheaper than typed arrays for the many small ASTs of streaming.
   size = 0;
   rule: string[] = [];
   tag: string[] = [];
-  start: Int32Array;
-  end: Int32Array;
-  partial: Uint8Array;
-  kidStart: Int32Array;
-  kidCount: Int32Array;
-  kids: Int32Array;
-  kidsUsed = 0;
-
-  constructor(capacity = 64) {
-    this.start = new Int32Array(capacity);
-    this.end = new Int32Array(capacity);
-    this.partial = new Uint8Array(capacity);
-    this.kidStart = new Int32Array(capacity);
-    this.kidCount = new Int32Array(capacity);
-    this.kids = new Int32Array(capacity);
-  }
+  start: number[] = [];
+  end: number[] = [];
+  partial: boolean[] = [];
+  kidStart: number[] = [];
+  kidCount: number[] = [];
+  kids: number[] = [];
 
   add(rule: string, tag: string, start: number, end: number, partial: boolean, stack: Int32Array, from: number, to: number): PegAstId {
-    const id = this.size;
-    if (id === this.start.length) this.growNodes();
-    const n = to - from;
-    while (this.kidsUsed + n > this.kids.length) this.kids = grown(this.kids, this.kids.length * 2);
+    const id = this.size++;
     this.rule.push(rule);
     this.tag.push(tag);
-    this.start[id] = start;
-    this.end[id] = end;
-    this.partial[id] = partial ? 1 : 0;
-    this.kidStart[id] = this.kidsUsed;
-    this.kidCount[id] = n;
-    const kids = this.kids;
-    let k = this.kidsUsed;
-    for (let i = from; i < to; i++) kids[k++] = stack[i]!;
-    this.kidsUsed = k;
-    this.size = id + 1;
+    this.start.push(start);
+    this.end.push(end);
+    this.partial.push(partial);
+    this.kidStart.push(this.kids.length);
+    this.kidCount.push(to - from);
+    for (let i = from; i < to; i++) this.kids.push(stack[i]!);
     return id;
   }
-
-  private growNodes(): void {
-    const cap = this.start.length * 2;
-    this.start = grown(this.start, cap);
-    this.end = grown(this.end, cap);
-    this.partial = grown(this.partial, cap);
-    this.kidStart = grown(this.kidStart, cap);
-    this.kidCount = grown(this.kidCount, cap);
-  }
-}
-
-function grown<T extends Int32Array | Uint8Array>(a: T, cap: number): T {
-  const b = new (a.constructor as new (n: number) => T)(cap);
-  b.set(a);
-  return b;
 }
 
 export class PegAst {
@@ -141,13 +110,13 @@ export class PegAst {
 
   isPartial(id: PegAstId): boolean {
     this.check(id);
-    return this.buf.partial[id] === 1;
+    return this.buf.partial[id]!;
   }
 
   children(id: PegAstId): PegAstId[] {
     this.check(id);
     const from = this.buf.kidStart[id]!;
-    return Array.from(this.buf.kids.subarray(from, from + this.buf.kidCount[id]!));
+    return this.buf.kids.slice(from, from + this.buf.kidCount[id]!);
   }
 
   /** Decoded text of a node (U+FFFD for incomplete or invalid UTF-8). */

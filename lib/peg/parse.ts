@@ -47,6 +47,12 @@ export interface PegParseResult {
   ast: PegAst;
 }
 
+/** Per-parse working memory that does not escape into the result, reused by the next parse. */
+class Scratch {
+  readonly memo = new MemoTable(256);
+  stack: Int32Array = new Int32Array(64);
+}
+
 /** Mutable state of one parse. One class so every closure sees the same object shape. */
 class ParseState {
   readonly input: Uint8Array;
@@ -55,7 +61,7 @@ class ParseState {
   /** end offset of the last result */
   end = 0;
   /** AST ids produced by the parsers on the current path, `stack[0..sp)`; backtracking lowers `sp` */
-  stack: Int32Array = new Int32Array(64);
+  stack: Int32Array;
   sp = 0;
 
   /** packrat memo of rule results */
@@ -66,14 +72,14 @@ class ParseState {
   depth = 0;
   readonly trace: ((line: string) => void) | undefined;
 
-  constructor(input: Uint8Array, lenient: boolean, trace: ((line: string) => void) | undefined, memo: MemoTable) {
+  constructor(input: Uint8Array, lenient: boolean, trace: ((line: string) => void) | undefined, scratch: Scratch) {
     this.input = input;
     this.len = input.length;
     this.lenient = lenient;
     this.trace = trace;
-    this.memo = memo;
-    // AST nodes grow with the input; sizing up front avoids most regrowing.
-    this.ast = new AstBuffers(Math.min(1 << 18, Math.max(64, input.length >> 3)));
+    this.memo = scratch.memo;
+    this.stack = scratch.stack;
+    this.ast = new AstBuffers();
   }
 
   push(id: PegAstId): void {
@@ -101,7 +107,7 @@ export class CompiledParser {
   private readonly fns: ParseFn[];
   private tracedFns: ParseFn[] | undefined;
   private readonly nodes: readonly PegNode[];
-  private readonly memoPool: MemoTable[] = [];
+  private readonly scratchPool: Scratch[] = [];
 
   constructor(nodes: readonly PegNode[], rules: ReadonlyMap<string, PegNodeId>) {
     this.nodes = nodes;
@@ -116,11 +122,11 @@ export class CompiledParser {
     }
     const trace = options.debug === true ? (line: string) => process.stderr.write(line + "\n") : options.debug || undefined;
     const fns = trace ? (this.tracedFns ??= traceAll(this.fns, this.nodes)) : this.fns;
-    // The memo table is reused by the next parse (cleared in O(1)); a parse started from inside
-    // another (a debug callback) gets its own.
-    const memo = this.memoPool.pop() ?? new MemoTable(Math.min(1 << 20, Math.max(256, bytes.length)));
-    memo.reset();
-    const s = new ParseState(bytes, options.partial === true, trace, memo);
+    // The memo table and stack are reused by the next parse (the memo is cleared in O(1)); a parse
+    // started from inside another (a debug callback) gets its own.
+    const scratch = this.scratchPool.pop() ?? new Scratch();
+    scratch.memo.reset();
+    const s = new ParseState(bytes, options.partial === true, trace, scratch);
     let status: Status;
     try {
       status = fns[root]!(s, start);
@@ -130,8 +136,9 @@ export class CompiledParser {
       }
       throw e;
     }
-    this.memoPool.push(memo);
     const roots = Array.from(s.stack.subarray(0, s.sp));
+    scratch.stack = s.stack;
+    this.scratchPool.push(scratch);
     const ast = new PegAst(bytes, roots, s.ast);
     return { type: TYPE_NAMES[status]!, start, end: s.end, ast };
   }
