@@ -201,6 +201,17 @@ describe("reference harness: chat", () => {
     expect(a.caps.supports_tools).toBe(true);
   });
 
+  it("exposes the analysis string helpers", async () => {
+    const split = await h.call("chat.analyze_diff_split", { left: "<a>x</a>", right: "<a>yy</a>" });
+    expect(split).toEqual({ prefix: "<a>", suffix: "</a>", left: "x", right: "yy" });
+    const segments = await h.call("chat.analyze_segmentize", { text: "<t>hi</t>\n", prune: true });
+    expect(segments.map((s: { type: string; value: string }) => `${s.type}:${s.value}`)).toEqual(["MARKER:<t>", "TEXT:hi", "MARKER:</t>"]);
+    const before = await h.call("chat.analyze_until_common_prefix", { full: "say FUNC x", left: "FUNC a", right: "FUNC b" });
+    expect(before.result).toBe("say ");
+    const after = await h.call("chat.analyze_after_common_suffix", { full: "a END tail", left: "x END", right: "y END" });
+    expect(after.result).toBe(" tail");
+  });
+
   it("renders with llama.cpp's Jinja engine, clock fixed", async () => {
     const r = await h.call("jinja.render", {
       template: "{{ greeting }} {{ n + 1 }} {{ strftime_now('%Y-%m-%d') }}",

@@ -72,6 +72,7 @@ int main() {
     register_schema_commands();
     register_chat_commands();
     register_jinja_commands();
+    register_analysis_commands();
 
     harness_commands()["ping"] = [](const common_json &) {
         return common_json{ { "pong", true } };

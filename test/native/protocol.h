@@ -24,6 +24,7 @@ void register_peg_commands();
 void register_schema_commands();
 void register_chat_commands();
 void register_jinja_commands();
+void register_analysis_commands();
 
 // --- request access ---------------------------------------------------------------------------
 
