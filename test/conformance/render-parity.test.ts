@@ -31,6 +31,7 @@ interface Conversation {
   add_generation_prompt: boolean;
   enable_thinking?: boolean;
   chat_template_kwargs?: Record<string, unknown>;
+  json_schema?: unknown;
 }
 
 type Status =
@@ -78,6 +79,7 @@ async function compare(source: string, conv: Conversation): Promise<Status> {
     add_generation_prompt: conv.add_generation_prompt,
     ...(conv.enable_thinking !== undefined ? { enable_thinking: conv.enable_thinking } : {}),
     ...(conv.chat_template_kwargs ? { chat_template_kwargs: conv.chat_template_kwargs } : {}),
+    ...(conv.json_schema !== undefined ? { json_schema: conv.json_schema } : {}),
   };
   const ref = await h.request<{ prompt: string }>("chat.templates_apply", {
     template: source,
