@@ -173,8 +173,7 @@ export class Emitter {
 
   /**
    * A JSON string that is none of `strings`, as a trie of character classes. Characters are
-   * whole code points and `\ ] - ^` are escaped inside classes (the reference works on bytes and
-   * writes them raw).
+   * whole code points (the reference works on bytes).
    */
   private notStrings(strings: string[]): string {
     interface Trie {
@@ -192,14 +191,19 @@ export class Emitter {
       node.end = true;
     }
     const char = this.rules.addPrimitive("char", builtin("char"));
-    const classChar = (c: string): string => (/[\\\]\-^]/.test(c) ? `\\x${c.charCodeAt(0).toString(16).toUpperCase()}` : c);
+    // Escape only where the reference's raw character breaks the class, so the text stays the
+    // reference's otherwise: `\` and `]` anywhere, `^` alone (`[^]`), `-` between two others.
+    const hex = (c: string): string => `\\x${c.charCodeAt(0).toString(16).toUpperCase()}`;
+    const single = (c: string): string => (c === "\\" || c === "]" || c === "^" ? hex(c) : c);
+    const rejects = (cs: string[]): string =>
+      cs.map((c, i) => (c === "\\" || c === "]" || (c === "-" && i < cs.length - 1) ? hex(c) : c)).join("");
     const out: string[] = ['["] ( '];
     const walk = (node: Trie): void => {
       const keys = [...node.children.keys()].sort((a, b) => a.codePointAt(0)! - b.codePointAt(0)!);
       keys.forEach((k, i) => {
         const child = node.children.get(k)!;
         if (i > 0) out.push(" | ");
-        out.push(`[${classChar(k)}]`);
+        out.push(`[${single(k)}]`);
         if (child.children.size > 0) {
           out.push(" (");
           walk(child);
@@ -208,7 +212,7 @@ export class Emitter {
           out.push(` ${char}+`);
         }
       });
-      if (keys.length > 0) out.push(` | [^"${keys.map(classChar).join("")}] ${char}*`);
+      if (keys.length > 0) out.push(` | [^"${rejects(keys)}] ${char}*`);
     };
     walk(root);
     out.push(" )");

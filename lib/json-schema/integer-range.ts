@@ -152,7 +152,9 @@ function minMaxInt(min: bigint | null, max: bigint | null, out: string[], decima
       const minS = min.toString();
       const len = minS.length;
       const c = minS[0]!;
-      if (c > "1") {
+      // Inside a number a smaller first digit is fine when more digits follow, `0` included; the
+      // reference only emits this branch for c > 1, so e.g. `minimum: 810` rejected 8000.
+      if (c > "1" || (!topLevel && c === "1")) {
         digitRange(out, topLevel ? "1" : "0", shift(c, -1));
         out.push(" ");
         moreDigits(out, len, lessDecimals);

@@ -338,11 +338,12 @@ export class Normalizer {
       this.leftovers(schema, where, consumed, new Set(["array"]), "on a tuple (tuples are closed: exactly their items)");
       return { kind: "tuple", items: items.map((it, i) => this.normalize(it, pointerJoin(itemsWhere, i))) };
     }
-    if (key === "prefixItems") this.report.invalid("prefixItems must be an array", itemsWhere);
+    // a schema in prefixItems (not an array) is taken as the items schema, as the reference does
+    if (!isObject(items) && typeof items !== "boolean") this.report.invalid(`${key} must be a schema or an array of schemas`, itemsWhere);
     const min = this.count(schema, "minItems", where) ?? 0;
     const max = this.count(schema, "maxItems", where) ?? Infinity;
     if (min > max) this.report.invalid(`minItems ${min} is greater than maxItems ${max}`, where);
-    if (has(schema, "prefixItems")) {
+    if (key === "items" && has(schema, "prefixItems")) {
       this.report.unsupported("prefixItems", "prefixItems together with an items schema is not supported", pointerJoin(where, "prefixItems"));
     }
     this.leftovers(schema, where, [...consumed, "prefixItems", "minItems", "maxItems"], new Set(["array"]), "on an array");

@@ -108,7 +108,9 @@ describe("deliberate departures from the reference", () => {
 
   it("excluded additional-property keys escape class metacharacters", () => {
     const g = jsonSchemaToGbnf({ type: "object", properties: { "a-b": { type: "string" }, a_c: { type: "string" } }, additionalProperties: true });
-    // a raw `-` between `"` and `_` would make the range `"-_`
-    expect(g).toContain('additional-k ::= ["] ( [a] ([\\x2D] ([b] char+ | [^"b] char*) | [_] ([c] char+ | [^"c] char*) | [^"\\x2D_] char*) | [^"a] char* )? ["]');
+    // a raw `-` between `"` and `_` would make the range `"-_`; alone or last it is a plain `-`
+    expect(g).toContain('additional-k ::= ["] ( [a] ([-] ([b] char+ | [^"b] char*) | [_] ([c] char+ | [^"c] char*) | [^"\\x2D_] char*) | [^"a] char* )? ["]');
+    const odd = jsonSchemaToGbnf({ type: "object", properties: { "]": { type: "null" }, "^": { type: "null" }, "\\": { type: "null" } }, additionalProperties: true });
+    expect(odd).toContain('additional-k ::= ["] ( [\\x5C] char+ | [\\x5D] char+ | [\\x5E] char+ | [^"\\x5C\\x5D^] char* )? ["]');
   });
 });

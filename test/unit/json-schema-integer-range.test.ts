@@ -17,7 +17,7 @@ describe("integer range expansion", () => {
           expect(re.test(v.toString()), `${v} in [${lo}, ${hi}]`).toBe(v >= lo && v <= hi);
         }
       }),
-      { numRuns: 150 },
+      { numRuns: Number(process.env.JSON_SCHEMA_RUNS ?? 150) },
     );
   });
 
@@ -27,7 +27,7 @@ describe("integer range expansion", () => {
         const re = rangeRegex(lo, null);
         for (const v of [lo, lo - 1n, lo + 1n, 0n, ...probes]) expect(re.test(v.toString()), `${v} >= ${lo}`).toBe(v >= lo);
       }),
-      { numRuns: 150 },
+      { numRuns: Number(process.env.JSON_SCHEMA_RUNS ?? 150) },
     );
   });
 
@@ -37,11 +37,24 @@ describe("integer range expansion", () => {
         const re = rangeRegex(null, hi);
         for (const v of [hi, hi - 1n, hi + 1n, 0n, ...probes]) expect(re.test(v.toString()), `${v} <= ${hi}`).toBe(v <= hi);
       }),
-      { numRuns: 150 },
+      { numRuns: Number(process.env.JSON_SCHEMA_RUNS ?? 150) },
     );
   });
 
-  it("never accepts leading zeros or a negative zero", () => {
+  it("open bounds are exact for every bound in [-1500, 1500]", () => {
+    const probes = [0, 1, 9, 10, 11, 19, 99, 100, 101, 109, 110, 111, 199, 999, 1000, 1001, 1010, 1100, 1999, 8000, 10000, 123456];
+    const all = [...probes, ...probes.map((p) => -p)].map(BigInt);
+    for (let b = -1500n; b <= 1500n; b++) {
+      const lower = rangeRegex(b, null);
+      const upper = rangeRegex(null, b);
+      for (const v of [b - 1n, b, b + 1n, b * 10n, b * 10n + 5n, ...all]) {
+        if (lower.test(v.toString()) !== v >= b) throw new Error(`minimum ${b}: ${v}`);
+        if (upper.test(v.toString()) !== v <= b) throw new Error(`maximum ${b}: ${v}`);
+      }
+    }
+  });
+
+  it("never accepts leading zeros", () => {
     for (const [lo, hi] of [
       [-5n, 5n],
       [0n, 100n],
@@ -85,6 +98,9 @@ describe("integer bounds in schemas", () => {
   it("a lower bound with inner zeros keeps them (the reference admits 15 and 104 for minimum 105)", () => {
     const s = { type: "integer", minimum: 105 };
     expect(["15", "104", "100", "10", "105", "106", "1000"].map((t) => accepts(s, t))).toEqual([false, false, false, false, true, true, true]);
+    // and a `1` inside the bound does not forbid a longer number starting with 0 there
+    const b = { type: "integer", minimum: 810 };
+    expect(["809", "810", "8000", "8100", "999"].map((t) => accepts(b, t))).toEqual([false, true, true, true, true]);
     const m = { type: "integer", maximum: -2003 };
     expect(["-23", "-2002", "-2003", "-2010", "-30000"].map((t) => accepts(m, t))).toEqual([false, false, true, true, true]);
   });

@@ -29,11 +29,12 @@ describe("pattern translation", () => {
     for (const pattern of PATTERNS) {
       const want = new RegExp(pattern, "u");
       const got = grammarFor(pattern);
-      const alphabet = [...new Set([..."abcxyzwfordé", ..."0123456789-.*+ü\n"])];
+      // Characters JSON writes escaped (`"`, `\\`, controls) are left out: like the reference, the
+      // grammar matches the pattern against the JSON text of the string (docs/json-schema.md).
+      const alphabet = [...new Set([..."abcxyzwfordé", ..."0123456789-.*+ü"])];
       fc.assert(
         fc.property(fc.array(fc.constantFrom(...alphabet), { maxLength: 8 }), (chars) => {
           const s = chars.join("");
-          // the grammar matches the JSON string literal; none of these characters need escaping but \n
           const json = JSON.stringify(s);
           expect(got.test(json), `${pattern} on ${json}`).toBe(want.test(s));
         }),
