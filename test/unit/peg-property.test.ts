@@ -2,6 +2,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 
 import { PegArena, buildPegParser } from "../../lib/peg/index.js";
+import { pegExpr as expr } from "../conformance/peg-arbitrary.js";
 import { buildFromExpr } from "../conformance/peg-expr.js";
 
 const enc = new TextEncoder();
@@ -16,40 +17,6 @@ const toolArena = buildPegParser((p) =>
 
 /** JSON text with arbitrary indentation, so whitespace is exercised too. */
 const jsonText = fc.tuple(fc.jsonValue({ maxDepth: 4 }), fc.constantFrom(undefined, 0, 1, 2, "\t")).map(([v, indent]) => JSON.stringify(v, null, indent));
-
-/** Random builder expressions over the leaf and combinator forms (no refs, so every tree builds). */
-const leaf = fc.oneof(
-  fc.string({ minLength: 1, maxLength: 3 }).map((s): unknown => ["lit", s]),
-  fc.constantFrom<unknown>(["any"], ["space"], ["eps"], ["chars", "[a-c]"], ["chars", "[^x]", 0, 2], ["until", "x"], ["json_number"], ["string_content", "'"]),
-);
-const expr: fc.Arbitrary<unknown> = fc.letrec<{ e: unknown }>((tie) => ({
-  e: fc.oneof(
-    { depthSize: "small", withCrossShrink: true },
-    leaf,
-    fc.array(tie("e"), { minLength: 1, maxLength: 3 }).map((xs) => ["seq", ...xs]),
-    fc.array(tie("e"), { minLength: 1, maxLength: 3 }).map((xs) => ["choice", ...xs]),
-    fc.tuple(tie("e"), fc.nat(2), fc.integer({ min: -1, max: 3 })).map(([x, a, b]) => ["repeat", x, a, b === -1 ? -1 : Math.max(a, b)]),
-    tie("e").map((x) => ["tag", "t", x]),
-    tie("e").map((x) => ["atomic", x]),
-    tie("e").map((x) => ["not", x]),
-    tie("e").map((x) => ["rule", "r", x]),
-  ),
-})).e.map(uniqueRuleNames);
-
-/**
- * Gives every rule its own name. A rule nested inside a same-named rule would resolve to itself
- * (refs resolve to the last definition) and recurse forever, in the reference as here.
- */
-function uniqueRuleNames(e: unknown): unknown {
-  let n = 0;
-  const walk = (x: unknown): unknown => {
-    if (!Array.isArray(x)) return x;
-    const y = x.map(walk);
-    if (y[0] === "rule") y[1] = `r${n++}`;
-    return y;
-  };
-  return walk(e);
-}
 
 describe("PEG properties", () => {
   it("every byte prefix of valid JSON parses as success or need_more_input, never fail", () => {
