@@ -31,6 +31,7 @@ function b64(b: Uint8Array): string {
 interface Mismatch {
   input: string;
   partial: boolean;
+  start: number;
   ref: unknown;
   ours: unknown;
 }
@@ -71,21 +72,25 @@ describe("PEG conformance with the reference", () => {
         if (fromRef.ok) expect(PegArena.fromJSON(built.result!.arena_text).toGbnf(opts), `loaded arena gbnf lazy=${lazy}`).toBe(fromRef.result!.gbnf);
       }
 
-      const jobs: Array<{ input: Uint8Array; partial: boolean }> = [];
+      const jobs: Array<{ input: Uint8Array; partial: boolean; start: number }> = [];
       for (const input of caseInputs(c)) {
         const ends = c.no_prefixes ? [input.length] : Array.from({ length: input.length + 1 }, (_, i) => i);
-        for (const n of ends) for (const partial of [true, false]) jobs.push({ input: input.subarray(0, n), partial });
+        for (const n of ends) for (const partial of [true, false]) jobs.push({ input: input.subarray(0, n), partial, start: 0 });
+        // and from a later offset (the `start` argument of parse)
+        if (input.length > 1) for (const partial of [true, false]) jobs.push({ input, partial, start: 1 });
       }
-      const refs = await Promise.all(jobs.map((j) => h.call<RefParse>("peg.parse", { expr: c.expr, input_b64: b64(j.input), partial: j.partial })));
+      const refs = await Promise.all(
+        jobs.map((j) => h.call<RefParse>("peg.parse", { expr: c.expr, input_b64: b64(j.input), partial: j.partial, start: j.start })),
+      );
       const mismatches: Mismatch[] = [];
       jobs.forEach((j, i) => {
         totals.parses++;
         const ref = refs[i]!;
-        const ours = arena.parse(j.input, { partial: j.partial });
+        const ours = arena.parse(j.input, { partial: j.partial, start: j.start });
         const r = { type: ref.type, start: ref.start, end: ref.end, ast: refTree(ref, j.input) };
         const o: { type: string; start: number; end: number; ast: NormNode[] } = { type: ours.type, start: ours.start, end: ours.end, ast: ourTree(ours) };
         if (JSON.stringify(r) !== JSON.stringify(o)) {
-          mismatches.push({ input: Buffer.from(j.input).toString("latin1"), partial: j.partial, ref: r, ours: o });
+          mismatches.push({ input: Buffer.from(j.input).toString("latin1"), partial: j.partial, start: j.start, ref: r, ours: o });
         }
       });
       expect(mismatches.slice(0, 3), `${mismatches.length} of ${jobs.length} parses differ`).toEqual([]);
