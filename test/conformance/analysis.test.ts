@@ -1,7 +1,8 @@
 /**
  * Template analysis vs the reference: for every vendored template, our `analyzeTemplate` and the
  * reference's `autoparser::analyze_template` (harness command `chat.analyze`) are compared field
- * by field. Known differences live in test/fixtures/analysis/parity-baseline.json with the reason;
+ * by field (the reference gets the template with the load-time source patches of
+ * `common_chat_templates_init`, which is what its apply path analyses). Known differences live in test/fixtures/analysis/parity-baseline.json with the reason;
  * a new difference fails, a difference that went away is reported.
  *
  * `LLAMAPEG_WRITE_ANALYSIS_DOCS=1` regenerates the per-template table in docs/analysis.md.
@@ -39,7 +40,7 @@ function flattenReference(ref: Record<string, any>): Flat {
   const lower = (s: string) => s.toLowerCase();
   const camel = (s: string) => s.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
   const out: Flat = new Map();
-  for (const [k, v] of Object.entries(ref.jinja_caps as Record<string, boolean>)) out.set(`caps.${camel(k)}`, v);
+  for (const [k, v] of Object.entries(ref.caps as Record<string, boolean>)) out.set(`caps.${camel(k)}`, v);
   out.set("userStart", ref.user_start);
   out.set("assistantStart", ref.assistant_start);
   out.set("reasoning.mode", lower(ref.reasoning.mode));
@@ -130,7 +131,13 @@ describe("template analysis matches the reference on every vendored template", (
       } catch (e) {
         ours = e as Error;
       }
-      const ref = await h.request("chat.analyze", { template: source, bos_token: BOS, eos_token: EOS }, { timeoutMs: 60_000 });
+      // chat.analyze parses the source it is given; the reference's apply path analyses the
+      // template as common_chat_templates_init loaded it, with the load-time patches applied
+      const ref = await h.request(
+        "chat.analyze",
+        { template: patchTemplateSource(source), bos_token: BOS, eos_token: EOS },
+        { timeoutMs: 60_000 },
+      );
       const o = compare(name, ours, ref);
       outcomes.push(o);
       const known = baseline[name]?.differs ?? [];
@@ -155,16 +162,17 @@ function writeDocsTable(): void {
     const format = a ? a.tools.format.mode : "";
     const reasoning = a ? a.reasoning.mode : "";
     const corrections = a ? a.corrections.join(", ") : "";
+    const failed = a ? [...new Set(a.probeFailures.map((f) => f.probe))].join(", ") : "";
     const status = o.differs.length === 0 ? (o.ourError ? "identical (both fail)" : "identical") : `differs: ${o.differs.join(", ")}`;
     const why = o.differs.length === 0 ? "" : (baseline[o.template]?.why ?? "(not in baseline)");
-    return `| ${cell(o.template.replace(/\.jinja$/, ""))} | ${specialized} | ${format} | ${reasoning} | ${cell(corrections)} | ${cell(status)} | ${cell(why)} |`;
+    return `| ${cell(o.template.replace(/\.jinja$/, ""))} | ${specialized} | ${format} | ${reasoning} | ${cell(corrections)} | ${cell(failed)} | ${cell(status)} | ${cell(why)} |`;
   });
   const identical = outcomes.filter((o) => o.differs.length === 0).length;
   const table = [
     `${identical} of ${outcomes.length} vendored templates: identical analysis (every field).`,
     "",
-    "| template | specialized (apply path) | tool format | reasoning | corrections | parity | why |",
-    "| --- | --- | --- | --- | --- | --- | --- |",
+    "| template | specialized (apply path) | tool format | reasoning | corrections | probes the template rejects | parity | why |",
+    "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ...rows,
   ].join("\n");
   const doc = readFileSync(docsPath, "utf8");
