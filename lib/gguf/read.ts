@@ -439,7 +439,8 @@ export function alignUp(n: number, alignment: number): number {
   return Math.ceil(n / alignment) * alignment;
 }
 
-const utf8Decoder = new TextDecoder();
+// ignoreBOM: keep a leading U+FEFF (some vocabularies have it as a token) instead of dropping it.
+const utf8Decoder = new TextDecoder("utf-8", { ignoreBOM: true });
 const charCodes: number[] = [];
 
 // Most tokenizer strings are short ASCII; building those from char codes skips the per-call

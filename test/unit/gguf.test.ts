@@ -1,6 +1,7 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
 import { LlamapegError } from "../../lib/errors.js";
 import {
@@ -36,7 +37,7 @@ const everyType: [string, GgufValue][] = [
   ["a.f32", { type: "array", itemType: "float32", value: Float32Array.of(0.25, -2) }],
   ["a.u64", { type: "array", itemType: "uint64", value: BigUint64Array.of(1n, 2n ** 63n) }],
   ["a.bool", { type: "array", itemType: "bool", value: [true, false, true] }],
-  ["a.str", { type: "array", itemType: "string", value: ["a", "", "Ġthe", "日本"] }],
+  ["a.str", { type: "array", itemType: "string", value: ["a", "", "Ġthe", "日本", "\uFEFFbom-first"] }],
   ["a.nested", { type: "array", itemType: "array", value: [{ type: "array", itemType: "int16", value: Int16Array.of(5, -5) }] }],
 ];
 
@@ -189,5 +190,34 @@ describe("GGUF errors", () => {
     expect(() => writeGgufFile(join(dir, "bad.gguf"), { metadata: [], tensors: [{ name: "t", dims: [4], type: GGML_TYPE.F32, data: new Uint8Array(15) }] })).toThrow(
       /expected 16/,
     );
+  });
+});
+
+describe("GGUF files written by llama.cpp's Python gguf writer", () => {
+  const llamaDir = process.env.LLAMA_CPP_DIR ?? fileURLToPath(new URL("../../vendor/llama.cpp", import.meta.url));
+  const modelsDir = join(llamaDir, "models");
+  // One of each tokenizer family (BPE, SentencePiece with scores, WordPiece) keeps this quick.
+  const vocabs = ["ggml-vocab-qwen2.gguf", "ggml-vocab-llama-spm.gguf", "ggml-vocab-bert-bge.gguf"];
+
+  it("finds the vendored vocabularies", () => {
+    const present = readdirSync(modelsDir);
+    for (const v of vocabs) expect(present).toContain(v);
+  });
+
+  it.each(vocabs)("reads %s: one token type and score per token, re-encodes to the same header bytes", (name) => {
+    const path = join(modelsDir, name);
+    const bytes = readFileSync(path);
+    const file = parseGguf(bytes, { source: path });
+    expect(typeof file.metadata.get("general.architecture")?.value).toBe("string");
+    const tokens = file.metadata.get("tokenizer.ggml.tokens");
+    expect(tokens?.type === "array" && tokens.itemType === "string").toBe(true);
+    const n = (tokens?.value as string[]).length;
+    const types = file.metadata.get("tokenizer.ggml.token_type");
+    if (types !== undefined) expect((types.value as Int32Array).length).toBe(n);
+    expect(file.invalidUtf8Keys).toEqual([]);
+    const { header } = encodeGgufHeader({ metadata: file.metadata, tensors: file.tensors });
+    // Tensor-less files end right after the metadata, without padding up to the (empty) data section.
+    const end = file.tensors.length === 0 ? bytes.length : file.dataOffset;
+    expect(header.subarray(0, end).equals(bytes.subarray(0, end))).toBe(true);
   });
 });
