@@ -32,6 +32,11 @@ const baseline: Record<string, BaselineEntry> = JSON.parse(readFileSync(baseline
 const templates = readdirSync(templatesDir)
   .filter((f) => f.endsWith(".jinja"))
   .sort();
+// the synthetic templates of the unit tests: their expectations must be the reference's too
+const fixturesDir = new URL("test/fixtures/analysis/", root);
+const fixtures = readdirSync(fixturesDir)
+  .filter((f) => f.endsWith(".jinja"))
+  .sort();
 
 type Flat = Map<string, unknown>;
 
@@ -121,30 +126,42 @@ afterAll(async () => {
   if (process.env["LLAMAPEG_WRITE_ANALYSIS_DOCS"] === "1" && outcomes.length === templates.length) writeDocsTable();
 });
 
+async function check(name: string, dir: URL): Promise<Outcome> {
+  const source = readFileSync(new URL(name, dir), "utf8");
+  let ours: TemplateAnalysis | Error;
+  try {
+    ours = analyzeTemplate(source, { bosToken: BOS, eosToken: EOS });
+  } catch (e) {
+    ours = e as Error;
+  }
+  // chat.analyze parses the source it is given; the reference's apply path analyses the
+  // template as common_chat_templates_init loaded it, with the load-time patches applied
+  const ref = await h.request(
+    "chat.analyze",
+    { template: patchTemplateSource(source), bos_token: BOS, eos_token: EOS },
+    { timeoutMs: 60_000 },
+  );
+  const o = compare(name, ours, ref);
+  const known = baseline[name]?.differs ?? [];
+  const unexpected = o.differs.filter((d) => !known.includes(d));
+  const fixed = known.filter((d) => !o.differs.includes(d));
+  if (fixed.length > 0) console.log(`${name}: no longer differs in ${fixed.join(", ")} (update the baseline)`);
+  expect(unexpected, o.detail.join("\n")).toEqual([]);
+  return o;
+}
+
 describe("template analysis matches the reference on every vendored template", () => {
   for (const name of templates) {
     it(name, async () => {
-      const source = readFileSync(new URL(name, templatesDir), "utf8");
-      let ours: TemplateAnalysis | Error;
-      try {
-        ours = analyzeTemplate(source, { bosToken: BOS, eosToken: EOS });
-      } catch (e) {
-        ours = e as Error;
-      }
-      // chat.analyze parses the source it is given; the reference's apply path analyses the
-      // template as common_chat_templates_init loaded it, with the load-time patches applied
-      const ref = await h.request(
-        "chat.analyze",
-        { template: patchTemplateSource(source), bos_token: BOS, eos_token: EOS },
-        { timeoutMs: 60_000 },
-      );
-      const o = compare(name, ours, ref);
-      outcomes.push(o);
-      const known = baseline[name]?.differs ?? [];
-      const unexpected = o.differs.filter((d) => !known.includes(d));
-      const fixed = known.filter((d) => !o.differs.includes(d));
-      if (fixed.length > 0) console.log(`${name}: no longer differs in ${fixed.join(", ")} (update the baseline)`);
-      expect(unexpected, o.detail.join("\n")).toEqual([]);
+      outcomes.push(await check(name, templatesDir));
+    });
+  }
+});
+
+describe("template analysis matches the reference on the synthetic unit-test templates", () => {
+  for (const name of fixtures) {
+    it(name, async () => {
+      await check(name, fixturesDir);
     });
   }
 });
