@@ -5,12 +5,14 @@
 //   LLAMAPEG_BACKEND=cpu|cuda|metal|vulkan   GPU backend (default: cpu; metal on macOS)
 //   LLAMAPEG_JOBS=N                          parallel compile jobs (default: CPU count)
 //   --target NAME                            build another CMake target (test/bench programs)
+//   --unless-prebuilt                        do nothing when prebuilds/<platform>-<arch>/ has a binary
+//                                            (binding.gyp's guard, for tools that call node-gyp)
 import { execFileSync } from "node:child_process";
 import { availableParallelism } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createRequire } from "node:module";
-import { existsSync } from "node:fs";
+import { existsSync, readdirSync } from "node:fs";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const require = createRequire(import.meta.url);
@@ -18,6 +20,14 @@ const require = createRequire(import.meta.url);
 const args = process.argv.slice(2);
 const targetIndex = args.indexOf("--target");
 const target = targetIndex >= 0 ? args[targetIndex + 1] : "llamapeg";
+
+if (args.includes("--unless-prebuilt")) {
+  const dir = join(root, "prebuilds", `${process.platform}-${process.arch}`);
+  if (existsSync(dir) && readdirSync(dir).some((f) => f.endsWith(".node"))) {
+    console.error(`[llamapeg build] prebuilt binary found in ${dir}; nothing to build`);
+    process.exit(0);
+  }
+}
 
 execFileSync(process.execPath, [join(root, "scripts", "vendor-llama.mjs")], { stdio: "inherit", cwd: root });
 
