@@ -1,0 +1,149 @@
+/** Validation and defaults of `context.generate()` options, and grammar trigger resolution. */
+import { LlamapegError } from "../errors.js";
+import type { NativeGenerateOptions, NativeGrammar } from "../native/binding.js";
+import type { Model } from "./model.js";
+import { bool, checkKeys, int, num, optionalObject, str, stringList, tokenList } from "./validate.js";
+
+export interface GrammarOptions {
+  /** GBNF source (llama.cpp's grammar format). */
+  gbnf: string;
+  /** Start rule. Default "root". */
+  root?: string;
+  /** Lazy: generate freely until a trigger appears, then follow the grammar. Default false. */
+  lazy?: boolean;
+  /** Literal texts that trigger a lazy grammar. A word that is one special token (e.g.
+   * `<tool_call>`) becomes a token trigger and is rendered as text in pieces. */
+  triggerWords?: string[];
+  /** Regexes (ECMAScript syntax, as llama.cpp's std::regex) matched against the output so far;
+   * the grammar starts at the first capture group (or the match). */
+  triggerPatterns?: string[];
+  /** Token ids that trigger a lazy grammar. */
+  triggerTokens?: number[];
+}
+
+export interface GenerateOptions {
+  /** Most tokens to generate. Default: until end of generation or a full context. */
+  maxTokens?: number;
+  /** 0 = greedy. Default 0.8. */
+  temperature?: number;
+  /** Default 40 (0 disables). */
+  topK?: number;
+  /** Default 0.95 (1 disables). */
+  topP?: number;
+  /** Default 0.05 (0 disables). */
+  minP?: number;
+  /** uint32. Default: the context's seed (random unless set). */
+  seed?: number;
+  /** Penalty for the last 64 tokens; 1 (default) disables it. */
+  repeatPenalty?: number;
+  /** Token ids that end the generation (stopReason "stop"); not emitted. EOG tokens always stop. */
+  stopTokens?: number[];
+  /** Aborts the generation (stopReason "abort"). */
+  signal?: AbortSignal;
+  grammar?: GrammarOptions;
+  /** Strings that are single special tokens; their pieces are rendered as text. */
+  preservedTokens?: string[];
+  /** Render every control token's text in pieces. Default false. */
+  special?: boolean;
+}
+
+export interface ResolvedGenerateOptions {
+  native: NativeGenerateOptions;
+  signal: AbortSignal | undefined;
+}
+
+const generateKeys = [
+  "maxTokens",
+  "temperature",
+  "topK",
+  "topP",
+  "minP",
+  "seed",
+  "repeatPenalty",
+  "stopTokens",
+  "signal",
+  "grammar",
+  "preservedTokens",
+  "special",
+] as const;
+
+const grammarKeys = ["gbnf", "root", "lazy", "triggerWords", "triggerPatterns", "triggerTokens"] as const;
+
+/** Escapes a literal for an ECMAScript / std::regex pattern. */
+export function escapeRegex(text: string): string {
+  return text.replace(/[.^$|()*+?[\]{}\\]/g, "\\$&");
+}
+
+export function resolveGenerateOptions(model: Model, options: GenerateOptions | undefined): ResolvedGenerateOptions {
+  const o = optionalObject(options, "options");
+  checkKeys(o, generateKeys, "generate options");
+  const signal = o.signal;
+  if (signal !== undefined && !(signal instanceof AbortSignal)) throw new TypeError("signal must be an AbortSignal");
+
+  const preserved = new Set<number>();
+  for (const [i, text] of stringList(o.preservedTokens, "preservedTokens").entries()) {
+    const ids = model.tokenize(text, { addSpecial: false, parseSpecial: true });
+    if (ids.length !== 1) {
+      throw new LlamapegError(
+        "ERR_INVALID_ARGUMENT",
+        `preservedTokens[${i}] = ${JSON.stringify(text)} is ${ids.length} tokens in this vocabulary; it must be exactly one`,
+        { where: `preservedTokens[${i}]` },
+      );
+    }
+    preserved.add(ids[0]!);
+  }
+
+  const grammar = o.grammar === undefined ? null : resolveGrammar(model, o.grammar, preserved);
+
+  const native: NativeGenerateOptions = {
+    maxTokens: int(o.maxTokens, "maxTokens", -1, 0, Number.MAX_SAFE_INTEGER),
+    temperature: num(o.temperature, "temperature", 0.8, 0, 100),
+    topK: int(o.topK, "topK", 40, 0, 1 << 30),
+    topP: num(o.topP, "topP", 0.95, 0, 1),
+    minP: num(o.minP, "minP", 0.05, 0, 1),
+    seed: int(o.seed, "seed", -1, 0, 0xffffffff),
+    repeatPenalty: num(o.repeatPenalty, "repeatPenalty", 1, Number.MIN_VALUE, 100),
+    stopTokens: tokenList(o.stopTokens, "stopTokens", model.vocabSize),
+    preservedTokens: Int32Array.from(preserved),
+    special: bool(o.special, "special", false),
+    grammar,
+    // Hand-off tuning: a batch every 16 tokens or 5 ms; at most 256 tokens ahead of the reader.
+    flushTokens: 16,
+    flushMs: 5,
+    windowTokens: 256,
+  };
+  return { native, signal: signal as AbortSignal | undefined };
+}
+
+function resolveGrammar(model: Model, value: unknown, preserved: Set<number>): NativeGrammar {
+  if (value === null || typeof value !== "object" || Array.isArray(value)) throw new TypeError("grammar must be an object");
+  const g = value as Record<string, unknown>;
+  checkKeys(g, grammarKeys, "grammar");
+  const gbnf = str(g.gbnf, "grammar.gbnf");
+  if (gbnf.trim().length === 0) throw new TypeError("grammar.gbnf must not be empty");
+  const root = g.root === undefined ? "root" : str(g.root, "grammar.root");
+  const lazy = bool(g.lazy, "grammar.lazy", false);
+  const words = stringList(g.triggerWords, "grammar.triggerWords");
+  const patterns = stringList(g.triggerPatterns, "grammar.triggerPatterns");
+  const tokens = Array.from(tokenList(g.triggerTokens, "grammar.triggerTokens", model.vocabSize));
+  if (!lazy && (words.length > 0 || patterns.length > 0 || tokens.length > 0)) {
+    throw new TypeError("grammar triggers need grammar.lazy = true");
+  }
+  const triggerPatterns = [...patterns];
+  for (const word of words) {
+    const ids = model.tokenize(word, { addSpecial: false, parseSpecial: true });
+    // A word that is one special token is matched as that token (text matching would miss it when
+    // pieces render it as nothing); ordinary words stay text patterns, which match however the
+    // model happens to tokenize them.
+    if (ids.length === 1 && model.isSpecial(ids[0]!)) {
+      tokens.push(ids[0]!);
+      preserved.add(ids[0]!);
+    } else {
+      triggerPatterns.push(escapeRegex(word));
+    }
+  }
+  if (lazy && triggerPatterns.length === 0 && tokens.length === 0) {
+    throw new TypeError("a lazy grammar needs at least one trigger (triggerWords, triggerPatterns or triggerTokens)");
+  }
+  return { gbnf, root, lazy, triggerPatterns, triggerTokens: Int32Array.from(tokens) };
+}

@@ -1,0 +1,12 @@
+export { loadModel, Model, type LoadModelOptions, type TokenizeOptions, type PieceOptions } from "./model.js";
+export { Context, type ContextOptions } from "./context.js";
+export {
+  Generation,
+  type GeneratedToken,
+  type GenerationStats,
+  type GenerationResult,
+  type StopReason,
+} from "./generation.js";
+export { escapeRegex, type GenerateOptions, type GrammarOptions } from "./generate-options.js";
+export { setLogger, type Logger, type LogLevel } from "./log.js";
+export type { GgufMetadataValue } from "../native/binding.js";
