@@ -1,0 +1,45 @@
+/** llamapeg's public surface. Everything else is internal and may change. */
+
+// errors
+export { LlamapegError, type LlamapegErrorCode } from "./errors.js";
+
+// native: models, contexts, streaming generation
+export {
+  loadModel,
+  Model,
+  Context,
+  Generation,
+  setLogger,
+  type LoadModelOptions,
+  type TokenizeOptions,
+  type PieceOptions,
+  type ContextOptions,
+  type GenerateOptions,
+  type GrammarOptions,
+  type GeneratedToken,
+  type GenerationStats,
+  type GenerationResult,
+  type StopReason,
+  type Logger,
+  type LogLevel,
+  type GgufMetadataValue,
+} from "./llama/index.js";
+export { ensureTestModel, writeTestModel, type TestModelSize } from "./test-model/index.js";
+
+// PEG engine and grammars
+export { PegArena, PegBuilder, PegParser, pegBuilder, buildPegParser } from "./peg/index.js";
+export type { PegParseOptions, PegParseResult, PegParseType, PegAst, PegAstNode, PegArenaJson } from "./peg/index.js";
+export { jsonSchemaToGbnf, compileJsonSchema, buildGrammar, gbnfFormatLiteral } from "./json-schema/index.js";
+export type { CompileOptions, CompiledSchema, GrammarBuilder, SchemaWarning } from "./json-schema/index.js";
+
+// chat: messages, streaming parse, templates
+export { ChatInput } from "./chat/input.js";
+export { diffMessages } from "./chat/diff.js";
+export { parseChatOutput, type ParseChatOutputOptions } from "./chat/parse.js";
+export { ChatSession, type ChatFrame, type ChatEvent, type ChatParseErrorEvent, type ChatSessionOptions } from "./chat/session.js";
+export { chatPlan, type ChatPlan, type GrammarTrigger } from "./chat/plan.js";
+export type { AssistantMessage, ChatMessage, ChatDelta, ToolCall, ToolCallDelta, ChatContentPart } from "./chat/messages.js";
+export type { ChatTool, ChatToolFunction } from "./chat/tools.js";
+export { buildChatPegParser, chatPegBuilder, ChatPegBuilder } from "./chat/grammar/builder.js";
+export { renderChatTemplate, type ChatRenderRequest } from "./chat/template/index.js";
+export { analyzeTemplate, withOverrides, type TemplateAnalysis, type TemplateAnalysisOverrides } from "./chat/analysis/index.js";
