@@ -8,6 +8,7 @@
 //   documented     one of the deliberate differences of docs/json-schema.md, recognised and
 //                  checked below (each also has a unit test showing ours is right).
 import { readFileSync, readdirSync } from "node:fs";
+import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { LlamapegError } from "../../lib/errors.js";
@@ -231,5 +232,51 @@ describe("grammar builder conformance", () => {
     });
     expect(gbnf).toBe(ref.gbnf);
     expect(returns).toEqual(ref.returns);
+  });
+});
+
+describe("differential fuzz: random schema-shaped values (seeded)", () => {
+  // Keywords the converter reads, with values of every JSON type. Where both sides compile, our
+  // `unsupported: "ignore"` text must be the reference's (or a documented difference); where one
+  // side refuses, nothing crashes.
+  const KEYWORDS = ["type", "properties", "required", "additionalProperties", "items", "prefixItems", "minItems", "maxItems", "minLength",
+    "maxLength", "pattern", "format", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "enum", "const", "anyOf", "oneOf",
+    "allOf", "$ref", "$defs", "title"];
+  const leaf = fc.oneof(
+    fc.constantFrom("string", "integer", "object", "array", "null", "number", "boolean", "^a+$", "^[a-z]{2}(x|y)$", "#/$defs/x", "#/properties/a", "date", "uuid", "x"),
+    fc.integer({ min: -5, max: 30 }),
+    fc.boolean(),
+    fc.constant(null),
+  );
+  const schemaAt = (d: number): fc.Arbitrary<Record<string, unknown>> => fc.dictionary(fc.constantFrom(...KEYWORDS), anyAt(d), { maxKeys: 4 });
+  const anyAt = (d: number): fc.Arbitrary<unknown> =>
+    d === 0
+      ? leaf
+      : fc.oneof(schemaAt(d - 1), schemaAt(d - 1), leaf, fc.array(anyAt(d - 1), { maxLength: 3 }), fc.dictionary(fc.constantFrom("a", "b", "x"), schemaAt(d - 1), { maxKeys: 3 }));
+
+  it("600 random schemas", async () => {
+    const samples = fc.sample(schemaAt(3), { numRuns: 600, seed: 4242 });
+    const tally = { same: 0, documented: 0, refRejects: 0, weReject: 0 };
+    const refs = await Promise.all(samples.map((s) => reference(s)));
+    for (const [i, schema] of samples.entries()) {
+      const ref = refs[i]!;
+      let mine: Result;
+      try {
+        mine = { ok: true, gbnf: compileJsonSchema(schema, { unsupported: "ignore" }).gbnf };
+      } catch (e) {
+        expect(e).toBeInstanceOf(LlamapegError);
+        mine = { ok: false, error: e as LlamapegError };
+      }
+      if (ref.ok && mine.ok) {
+        if (ref.gbnf === mine.gbnf) tally.same++;
+        else {
+          expect(await documentedDifference({ id: `fuzz/${i}`, schema }, ref, mine), JSON.stringify(schema)).toBeDefined();
+          tally.documented++;
+        }
+      } else if (!ref.ok) tally.refRejects++;
+      else tally.weReject++;
+    }
+    console.log(`json-schema differential fuzz: ${JSON.stringify(tally)}`);
+    expect(tally.same).toBeGreaterThan(100);
   });
 });
