@@ -1,6 +1,6 @@
 /**
  * `buildChatOutputParser` vs the reference's autoparser: for every template in
- * vendor/llama.cpp/models/templates whose reference format is "peg-native" (the autoparser path),
+ * vendor/llama.cpp/models/templates that has no specialized handler (the autoparser path),
  * the reference's analysis (`chat.analyze`) is fed to our generator with the same request, and the
  * tree must parse the same outputs to the same messages as the reference's own tree (from
  * `chat.templates_apply`). Outputs: the generation prompt's continuation with reasoning, content
@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildChatOutputParser, type ChatOutputFormat } from "../../lib/chat/grammar/output-parser.js";
 import { parseChatOutput } from "../../lib/chat/parse.js";
 import { chatPlan } from "../../lib/chat/plan.js";
+import { detectSpecializedTemplate } from "../../lib/chat/template/chat-context.js";
 import { LlamapegError } from "../../lib/errors.js";
 import { TOOLS } from "../fixtures/chat/grammars.js";
 import { getHarness, type Harness } from "../support/harness.js";
@@ -21,7 +22,7 @@ const DIR = new URL("../../vendor/llama.cpp/models/templates/", import.meta.url)
 const TEMPLATES = readdirSync(DIR).filter((f) => f.endsWith(".jinja")).sort();
 const encoder = new TextEncoder();
 let h: Harness;
-const totals = { templates: 0, autoparser: 0, identicalArenas: 0, parses: 0 };
+const totals = { templates: 0, specialized: 0, autoparser: 0, identicalArenas: 0, parses: 0 };
 
 beforeAll(async () => {
   h = await getHarness();
@@ -30,19 +31,21 @@ beforeAll(async () => {
 afterAll(async () => {
   await h?.close();
   console.log(
-    `chat output parser conformance: ${totals.templates} templates, ${totals.autoparser} on the autoparser path (${totals.identicalArenas} node-for-node identical trees), ${totals.parses} parses compared`,
+    `chat output parser conformance: ${totals.templates} templates (${totals.specialized} specialized, not the autoparser's), ${totals.autoparser} template x request variants on the autoparser path (${totals.identicalArenas} node-for-node identical trees), ${totals.parses} parses compared`,
   );
 });
 
 /** The harness's snake_case analysis in the camelCase shape our generator reads. */
 function toFormat(a: any): ChatOutputFormat {
   const t = a.tools;
+  // The harness prints the C++ enum names (TAG_BASED); the analysis types use snake_case.
+  const low = (s: string) => s.toLowerCase();
   return {
-    reasoning: a.reasoning,
-    content: a.content,
+    reasoning: { ...a.reasoning, mode: low(a.reasoning.mode) },
+    content: { ...a.content, mode: low(a.content.mode) },
     tools: {
       format: {
-        mode: t.format.mode,
+        mode: low(t.format.mode),
         sectionStart: t.format.section_start,
         sectionEnd: t.format.section_end,
         perCallStart: t.format.per_call_start,
@@ -67,7 +70,7 @@ function toFormat(a: any): ChatOutputFormat {
         valueSuffix: t.arguments.value_suffix,
         tolerateIntertagWhitespace: t.arguments.tolerate_intertag_whitespace,
       },
-      callId: { pos: t.call_id.pos, prefix: t.call_id.prefix, suffix: t.call_id.suffix },
+      callId: { pos: low(t.call_id.pos), prefix: t.call_id.prefix, suffix: t.call_id.suffix },
     },
   };
 }
@@ -102,50 +105,72 @@ function sampleOutputs(f: ChatOutputFormat): string[] {
   return [`${r}${content}`, `${r}${wrapped ? "" : "Calling."}${call}`];
 }
 
+interface Variant {
+  name: string;
+  reasoningFormat: "auto" | "none";
+  toolChoice: "auto" | "required" | "none";
+  parallel: boolean;
+  withTools: boolean;
+}
+
+const VARIANTS: Variant[] = [
+  { name: "reasoning auto, tools auto, parallel", reasoningFormat: "auto", toolChoice: "auto", parallel: true, withTools: true },
+  { name: "reasoning none, tools required, single", reasoningFormat: "none", toolChoice: "required", parallel: false, withTools: true },
+  { name: "reasoning auto, no tools", reasoningFormat: "auto", toolChoice: "auto", parallel: true, withTools: false },
+];
+
 describe("chat output parser vs the reference autoparser", () => {
   for (const file of TEMPLATES) {
     it(file, async () => {
       totals.templates++;
       const template = readFileSync(DIR + file, "utf8");
-      const request = {
-        messages: [{ role: "user", content: "What is the weather in Paris?" }],
-        tools: TOOLS,
-        tool_choice: "auto",
-        parallel_tool_calls: true,
-        add_generation_prompt: true,
-      };
-      const applied = await h.request<any>("chat.templates_apply", { template, request });
-      if (!applied.ok || applied.result.format !== "peg-native" || applied.result.parser === null) return; // specialized or failing: not the autoparser
-      const analysis = await h.call<any>("chat.analyze", { template });
-      totals.autoparser++;
-      const format = toFormat(analysis);
-      const arena = buildChatOutputParser(format, {
-        tools: TOOLS,
-        toolChoice: "auto",
-        parallelToolCalls: true,
-        supportsToolCalls: analysis.caps.supports_tool_calls,
-        generationPrompt: applied.result.generation_prompt,
-      });
-      if (JSON.stringify(canonicalArena(arena.toJSON())) === JSON.stringify(canonicalArena(applied.result.parser))) totals.identicalArenas++;
-      const plan = chatPlan(arena, { generationPrompt: applied.result.generation_prompt });
-      const params = { format: "peg-native", generation_prompt: applied.result.generation_prompt, parser_text: applied.result.parser_text };
-      for (const text of sampleOutputs(format)) {
-        const bytes = encoder.encode(text);
-        const cuts = [...Array(bytes.length + 1).keys()].filter((c) => !cutsCharacter(bytes, c));
-        const refs = await Promise.all(cuts.map((cut) => h.request<{ msg: RefMsg }>("chat.parse", { params, text_b64: b64(bytes.subarray(0, cut)), partial: true })));
-        cuts.forEach((cut, i) => {
-          totals.parses++;
-          const ref = refs[i]!;
-          let ours: ReturnType<typeof parseChatOutput> | LlamapegError;
-          try {
-            ours = parseChatOutput(plan, bytes.subarray(0, cut), { partial: true });
-          } catch (e) {
-            ours = e as LlamapegError;
-          }
-          const where = `${file}: ${JSON.stringify(text)} cut at ${cut}`;
-          expect(ours instanceof LlamapegError, `${where}: reference ${ref.ok ? "accepts" : `rejects (${ref.error})`}`).toBe(!ref.ok);
-          if (ref.ok && !(ours instanceof LlamapegError)) expect(normOurs(ours), where).toEqual(normRef(ref.result!.msg));
+      // Templates with a dedicated reference handler do not go through the autoparser.
+      if (detectSpecializedTemplate(template) !== undefined) {
+        totals.specialized++;
+        return;
+      }
+      let analysis: any = null;
+      for (const v of VARIANTS) {
+        const request = {
+          messages: [{ role: "user", content: "What is the weather in Paris?" }],
+          ...(v.withTools ? { tools: TOOLS, tool_choice: v.toolChoice, parallel_tool_calls: v.parallel } : {}),
+          reasoning_format: v.reasoningFormat,
+          add_generation_prompt: true,
+        };
+        const applied = await h.request<any>("chat.templates_apply", { template, request });
+        if (!applied.ok || applied.result.format !== "peg-native" || applied.result.parser === null) return; // specialized or failing: not the autoparser
+        analysis ??= await h.call<any>("chat.analyze", { template });
+        totals.autoparser++;
+        const format = toFormat(analysis);
+        const arena = buildChatOutputParser(format, {
+          tools: v.withTools ? TOOLS : [],
+          toolChoice: v.toolChoice,
+          parallelToolCalls: v.parallel,
+          extractReasoning: v.reasoningFormat !== "none",
+          supportsToolCalls: analysis.caps.supports_tool_calls,
+          generationPrompt: applied.result.generation_prompt,
         });
+        if (JSON.stringify(canonicalArena(arena.toJSON())) === JSON.stringify(canonicalArena(applied.result.parser))) totals.identicalArenas++;
+        const plan = chatPlan(arena, { generationPrompt: applied.result.generation_prompt });
+        const params = { format: "peg-native", generation_prompt: applied.result.generation_prompt, parser_text: applied.result.parser_text };
+        for (const text of sampleOutputs(format)) {
+          const bytes = encoder.encode(text);
+          const cuts = [...Array(bytes.length + 1).keys()].filter((c) => !cutsCharacter(bytes, c));
+          const refs = await Promise.all(cuts.map((cut) => h.request<{ msg: RefMsg }>("chat.parse", { params, text_b64: b64(bytes.subarray(0, cut)), partial: true })));
+          cuts.forEach((cut, i) => {
+            totals.parses++;
+            const ref = refs[i]!;
+            let ours: ReturnType<typeof parseChatOutput> | LlamapegError;
+            try {
+              ours = parseChatOutput(plan, bytes.subarray(0, cut), { partial: true });
+            } catch (e) {
+              ours = e as LlamapegError;
+            }
+            const where = `${file} (${v.name}): ${JSON.stringify(text)} cut at ${cut}`;
+            expect(ours instanceof LlamapegError, `${where}: reference ${ref.ok ? "accepts" : `rejects (${ref.error})`}`).toBe(!ref.ok);
+            if (ref.ok && !(ours instanceof LlamapegError)) expect(normOurs(ours), where).toEqual(normRef(ref.result!.msg));
+          });
+        }
       }
     });
   }
