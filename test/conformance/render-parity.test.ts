@@ -103,7 +103,7 @@ async function compare(source: string, conv: Conversation): Promise<Status> {
   const refError = ref.error ?? "";
   if (ours === undefined) {
     // same failure: where the template raised, the reference reports the same message
-    const raised = /Jinja Exception: (.*)$/s.exec((ourError as Error).message)?.[1];
+    const raised = /Jinja Exception: (.*?)(?: \(in `[^]*)?$/s.exec((ourError as Error).message)?.[1];
     if (raised !== undefined && !refError.includes(raised))
       return { kind: "differs", why: `both fail, for different reasons: reference ${oneLine(refError)}; ours ${oneLine((ourError as Error).message)}` };
     return { kind: "both-raise", reference: oneLine(refError), ours: oneLine((ourError as Error).message) };

@@ -98,7 +98,7 @@ describe("template engine: errors", () => {
     const e = renderError("{{ raise_exception('System role not supported') }}");
     expect(e.code).toBe("ERR_TEMPLATE_RENDER");
     expect(e.message).toContain("System role not supported");
-    expect(e.where).toMatch(/^template [0-9a-f]{12}$/);
+    expect(e.where).toMatch(/^template [0-9a-f]{12} line 1, column 4$/);
   });
   it("a syntax error is ERR_TEMPLATE_RENDER", () => {
     const e = renderError("{% if %}");
@@ -117,5 +117,18 @@ describe("template engine: strftime_now", () => {
     expect(renderTemplate("{{ strftime_now('%Y-%m-%d %H:%M:%S %b %B %a %A') }}", {}, { now })).toBe(
       "2024-07-04 09:05:03 Jul July Thu Thursday",
     );
+  });
+});
+
+describe("template engine: error positions", () => {
+  it("names the failing expression and its line and column", () => {
+    const e = renderError("line one\n{% for m in messages %}\n  {{ m.content | nosuch }}\n{% endfor %}", { messages: [{ content: "a" }] });
+    expect(e.message).toContain("`m.content | nosuch` at line 3, column 16");
+    expect(e.where).toMatch(/^template [0-9a-f]{12} line 3, column 16$/);
+  });
+  it("finds the raise_exception call that fired, by its message", () => {
+    const e = renderError("{% if a %}{{ raise_exception('first') }}{% else %}{{ raise_exception('second: ' + b) }}{% endif %}", { a: false, b: "x" });
+    expect(e.message).toContain("Jinja Exception: second: x");
+    expect(e.message).toContain("at line 1, column 54");
   });
 });

@@ -34,6 +34,9 @@ import {
   undef,
 } from "./value.js";
 
+/** The innermost AST node each render error came from. */
+export const failedNodes = new WeakMap<Error, Node>();
+
 class BreakSignal {}
 class ContinueSignal {}
 
@@ -84,6 +87,16 @@ export class Evaluator {
   }
 
   eval(node: Node, scope: Scope): JValue {
+    try {
+      return this.evalNode(node, scope);
+    } catch (e) {
+      // remember the innermost node that failed; the API edge turns it into a source position
+      if (e instanceof Error && !failedNodes.has(e)) failedNodes.set(e, node);
+      throw e;
+    }
+  }
+
+  private evalNode(node: Node, scope: Scope): JValue {
     switch (node.type) {
       case "Program":
         return str(this.block(node.body, scope));

@@ -4,8 +4,9 @@
  */
 import { LlamapegError } from "../../errors.js";
 import { compileTemplate } from "./compile.js";
-import { Evaluator, Scope } from "./interpreter.js";
-import { type JValue, type RuntimeHooks, TemplateRaisedError, bool, fromJS, none } from "./value.js";
+import { Evaluator, Scope, failedNodes } from "./interpreter.js";
+import { locateNode, snippet } from "./locate.js";
+import { type JValue, TemplateRaisedError, bool, fromJS, none } from "./value.js";
 
 export interface RenderOptions {
   /** What `strftime_now` formats (local time). Default: the current time. */
@@ -24,15 +25,22 @@ export function baseScope(): Scope {
   return s;
 }
 
-/** Runs `fn` and turns anything it throws into ERR_TEMPLATE_RENDER naming the template. */
-export function asRenderError(e: unknown, hash: string): LlamapegError {
+/**
+ * Turns anything a render throws into ERR_TEMPLATE_RENDER: the template's message, the failing
+ * expression and, where the source shows it, its line and column.
+ */
+export function asRenderError(e: unknown, hash: string, source?: string): LlamapegError {
   if (e instanceof LlamapegError) return e;
   const raised = e instanceof TemplateRaisedError;
   const msg = e instanceof RangeError ? `template recursion too deep (${e.message})` : e instanceof Error ? e.message : String(e);
-  return new LlamapegError("ERR_TEMPLATE_RENDER", raised ? `chat template raised an exception: ${msg}` : `chat template failed to render: ${msg}`, {
-    where: `template ${hash.slice(0, 12)}`,
-    cause: e,
-  });
+  const node = e instanceof Error ? failedNodes.get(e) : undefined;
+  const at = node && source !== undefined ? locateNode(source, node) : undefined;
+  const context = node ? ` (in \`${snippet(node)}\`${at ? ` at ${at}` : ""})` : "";
+  return new LlamapegError(
+    "ERR_TEMPLATE_RENDER",
+    (raised ? `chat template raised an exception: ${msg}` : `chat template failed to render: ${msg}`) + context,
+    { where: `template ${hash.slice(0, 12)}${at ? ` ${at.replace(/ \(.*\)$/, "")}` : ""}`, cause: e },
+  );
 }
 
 /**
@@ -43,14 +51,10 @@ export function renderTemplate(source: string, variables: Record<string, unknown
   const compiled = compileTemplate(source);
   const scope = baseScope();
   for (const [k, v] of Object.entries(variables)) if (v !== undefined) scope.set(k, fromJS(v));
-  return run(compiled.program, compiled.hash, scope, { stats: false, now: options.now ?? new Date() });
-}
-
-export function run(program: Parameters<Evaluator["render"]>[0], hash: string, scope: Scope, rt: RuntimeHooks): string {
   try {
-    return new Evaluator(rt).render(program, scope);
+    return new Evaluator({ stats: false, now: options.now ?? new Date() }).render(compiled.program, scope);
   } catch (e) {
-    throw asRenderError(e, hash);
+    throw asRenderError(e, compiled.hash, compiled.source);
   }
 }
 
