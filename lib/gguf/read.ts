@@ -59,7 +59,9 @@ export async function readGgufFile(path: string): Promise<GgufFile> {
     throw openError(path, cause);
   }
   try {
-    const fileSize = (await handle.stat()).size;
+    const info = await handle.stat();
+    if (!info.isFile()) throw new LlamapegError("ERR_MODEL_LOAD", `${path} is not a file`, { where: path });
+    const fileSize = info.size;
     let want = Math.min(fileSize, 1 << 20);
     let parser: HeaderParser | undefined;
     for (;;) {
@@ -86,7 +88,9 @@ export function readGgufFileSync(path: string): GgufFile {
     throw openError(path, cause);
   }
   try {
-    const fileSize = fstatSync(fd).size;
+    const info = fstatSync(fd);
+    if (!info.isFile()) throw new LlamapegError("ERR_MODEL_LOAD", `${path} is not a file`, { where: path });
+    const fileSize = info.size;
     let want = Math.min(fileSize, 1 << 20);
     let parser: HeaderParser | undefined;
     for (;;) {
@@ -213,7 +217,7 @@ class HeaderParser {
       throw new LlamapegError("ERR_MODEL_UNSUPPORTED", `${this.name()}: unsupported GGUF version ${version}${hint}`, { where: this.where(4) });
     }
     this.version = version;
-    this.tensorCount = this.count("tensor count", 8 + 4 + 4 + 8 + 8);
+    this.tensorCount = this.count("tensor count", 8 + 4 + 4 + 8);
     this.kvCount = this.count("metadata count", 8 + 4 + 1);
     this.countsDone = true;
   }

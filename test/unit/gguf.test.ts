@@ -130,8 +130,10 @@ describe("GGUF errors", () => {
     expect(errorOf(() => parseGguf(new Uint8Array(0))).code).toBe("ERR_MODEL_NOT_GGUF");
   });
 
-  it("reports a missing file", async () => {
+  it("reports a missing file and a directory", async () => {
     await expect(readGgufFile(join(dir, "missing.gguf"))).rejects.toMatchObject({ code: "ERR_MODEL_NOT_FOUND" });
+    await expect(readGgufFile(dir)).rejects.toMatchObject({ code: "ERR_MODEL_LOAD" });
+    expect(errorOf(() => readGgufFileSync(dir)).code).toBe("ERR_MODEL_LOAD");
   });
 
   it("reports truncation at every cut point with the offset where the file ends", () => {
