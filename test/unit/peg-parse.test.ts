@@ -273,3 +273,11 @@ describe("PEG parse: bounded work on adversarial grammars", () => {
     expect(() => arena.parse(deep, { partial: true })).toThrow(/nested too deeply/);
   });
 });
+
+describe("PEG parse: reference behaviours kept on purpose", () => {
+  it("until stops before a delimiter prefix at the end of the input, complete or not", () => {
+    const arena = buildPegParser((p) => p.until("<tool_call>").then(p.end()));
+    expect(arena.parse("Hello <").type).toBe("fail");
+    expect(arena.parse("Hello <x")).toMatchObject({ type: "success", end: 8 });
+  });
+});

@@ -34,7 +34,9 @@ describe("PEG properties", () => {
   });
 
   it("every byte prefix of a tool-call transcript parses as success or need_more_input", () => {
-    const content = fc.string({ maxLength: 20 }).filter((s) => !s.includes("<tool_call>"));
+    // No "<" in the content: `until` stops before a delimiter prefix at the very end of the input even
+    // when the input is complete (reference behaviour), so "text<" alone is not a complete match.
+    const content = fc.string({ maxLength: 20 }).filter((s) => !s.includes("<"));
     fc.assert(
       fc.property(content, fc.array(fc.jsonValue({ maxDepth: 2 }), { maxLength: 2 }), (text, calls) => {
         const full = text + calls.map((c) => `<tool_call>${JSON.stringify(c)}</tool_call>`).join("");
