@@ -58,6 +58,11 @@ describe("PEG conformance with the reference", () => {
       const loaded = await h.call<{ arena: any }>("peg.load", { arena: JSON.stringify(arena.toJSON()) });
       expect(canonicalArena(loaded.arena)).toEqual(canonicalArena(arena.toJSON()));
 
+      if (arena.root !== -1) {
+        const dump = await h.call<{ dump: string }>("peg.dump", { expr: c.expr });
+        expect(arena.dump(), "dump").toBe(dump.dump);
+      }
+
       for (const lazy of [false, true]) {
         const ref = await h.request<{ gbnf: string }>("peg.gbnf", { expr: c.expr, lazy, ...(c.gbnf ?? {}) });
         totals.gbnf++;
