@@ -5,7 +5,7 @@ import { join } from "node:path";
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
-import { getHarness, HarnessCommandError, type Harness } from "../support/harness.js";
+import { getHarness, HarnessCommandError, HarnessProcessError, type Harness } from "../support/harness.js";
 
 let h: Harness;
 
@@ -238,6 +238,13 @@ describe("reference harness: protocol", () => {
     expect(badExpr.ok).toBe(false);
     expect(badExpr.error).toMatch(/nonsense/);
     await expect(h.call("peg.parse", { expr: ["lit", "a"] })).rejects.toBeInstanceOf(HarnessCommandError);
+    expect(await h.call("ping")).toEqual({ pong: true });
+  });
+
+  it("survives a crash and a hang of the reference: the call fails, the next one runs on a new process", async () => {
+    await expect(h.call("harness.abort")).rejects.toBeInstanceOf(HarnessProcessError);
+    expect(await h.call("ping")).toEqual({ pong: true });
+    await expect(h.call("harness.sleep", { ms: 5000 }, { timeoutMs: 200 })).rejects.toThrow(/timed out after 200 ms/);
     expect(await h.call("ping")).toEqual({ pong: true });
   });
 

@@ -9,7 +9,10 @@
 
 #include "log.h"
 
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <thread>
 #include <iostream>
 #include <string>
 
@@ -83,6 +86,15 @@ int main() {
             names.push_back(entry.first);
         }
         return names;
+    };
+
+    // for the client's own tests: a crash and a hang, as a reference bug would cause them
+    harness_commands()["harness.abort"] = [](const common_json &) -> common_json {
+        std::abort();
+    };
+    harness_commands()["harness.sleep"] = [](const common_json & req) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(req_int_or(req, "ms", 1000)));
+        return common_json{ { "slept", true } };
     };
 
     std::ios::sync_with_stdio(false);

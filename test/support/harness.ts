@@ -186,15 +186,42 @@ class HarnessProcess implements Harness {
 let current: HarnessProcess | null = null;
 let built: Promise<string> | null = null;
 
+async function liveProcess(): Promise<HarnessProcess> {
+  built ??= buildHarness();
+  const binary = await built;
+  if (current === null || !current.alive) current = new HarnessProcess(binary);
+  return current;
+}
+
+/**
+ * What getHarness() hands out: every call goes to the live process, started on demand, so a
+ * reference crash (an abort inside llama.cpp on some input) fails the calls in flight and the next
+ * call runs on a fresh process.
+ */
+const client: Harness = {
+  async call(cmd, payload, options) {
+    return (await liveProcess()).call(cmd, payload, options);
+  },
+  async request(cmd, payload, options) {
+    return (await liveProcess()).request(cmd, payload, options);
+  },
+  async requestRaw(line, options) {
+    return (await liveProcess()).requestRaw(line, options);
+  },
+  async close() {
+    const proc = current;
+    current = null;
+    await proc?.close();
+  },
+};
+
 /**
  * The harness of this worker: built on first use (a failed build rejects, with the build log),
  * started once, restarted after it died or timed out.
  */
 export async function getHarness(): Promise<Harness> {
-  built ??= buildHarness();
-  const binary = await built;
-  if (current === null || !current.alive) current = new HarnessProcess(binary);
-  return current;
+  await liveProcess();
+  return client;
 }
 
 export { harnessBinaryPath };
