@@ -5,7 +5,7 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 
-import { analyzeTemplate } from "../../lib/chat/analysis/index.js";
+import { analyzeTemplate, isContentAlwaysWrapped } from "../../lib/chat/analysis/index.js";
 
 const fixture = (name: string) => readFileSync(new URL(`../fixtures/analysis/${name}.jinja`, import.meta.url), "utf8");
 const analyze = (name: string) => analyzeTemplate(fixture(name), { bosToken: "<s>", eosToken: "</s>" });
@@ -41,6 +41,8 @@ describe("content and turns", () => {
   it("finds content wrapped in markers", () => {
     const a = analyze("wrapped-content");
     expect(a.content).toMatchObject({ mode: "always_wrapped", start: "<answer>", end: "</answer>" });
+    expect(isContentAlwaysWrapped(a.content)).toBe(true);
+    expect(isContentAlwaysWrapped(analyze("json-tools").content)).toBe(false);
     expect(a.userStart).toBe("<user>");
   });
 

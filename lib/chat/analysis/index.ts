@@ -2,6 +2,7 @@
 export { analyzeTemplate, clearTemplateAnalysisCache, type AnalyzeTemplateOptions } from "./analyze.js";
 export { withOverrides } from "./overrides.js";
 export { CORRECTION_NAMES } from "./corrections.js";
+export { isContentAlwaysWrapped } from "./types.js";
 export type {
   CallIdPosition,
   ContentAnalysis,

@@ -7,7 +7,6 @@ import { ASSISTANT_MSG, USER_MSG, assistantMsg, userMsg, userMsgTwo } from "./pr
 import { segmentizeMarkers, trimWhitespace } from "./text.js";
 import type { ReasoningAnalysis } from "./types.js";
 
-
 export function detectAssistantStart(prober: Prober, reasoning: ReasoningAnalysis): string {
   const cmp = prober.compare("roles.assistant_start", { messages: [userMsg] }, (p) => {
     p.messages = [userMsg, assistantMsg];

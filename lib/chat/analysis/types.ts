@@ -202,3 +202,8 @@ export function emptyTools(): ToolsAnalysis {
     callId: { pos: "none", prefix: "", suffix: "" },
   };
 }
+
+/** Content is wrapped on both sides in every reply (the reference's `is_always_wrapped()`). */
+export function isContentAlwaysWrapped(c: ContentAnalysis): boolean {
+  return c.mode === "always_wrapped" && c.start !== "" && c.end !== "";
+}
