@@ -69,7 +69,7 @@ function firstDifference(a: string, b: string): string {
 }
 
 function oneLine(s: string): string {
-  return s.replace(/\s+/g, " ").trim().slice(0, 160);
+  return s.replace(/\s+/g, " ").replace(/`/g, "'").trim().slice(0, 160);
 }
 
 async function compare(source: string, conv: Conversation): Promise<Status> {

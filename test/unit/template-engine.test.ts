@@ -132,3 +132,15 @@ describe("template engine: error positions", () => {
     expect(e.message).toContain("at line 1, column 54");
   });
 });
+
+describe("template engine: syntax error positions", () => {
+  it("points at the tag that does not parse", () => {
+    const e = renderError("ok\n{% if x == %}a{% endif %}");
+    expect(e.where).toMatch(/line 2, column 1$/);
+    expect(e.message).toContain("{% if x == %}");
+    expect(renderError("a {{ 'x' | }} b").where).toMatch(/line 1, column 3$/);
+  });
+  it("says a block was left open", () => {
+    expect(renderError("{% if x %}no end").message).toContain("block left open");
+  });
+});

@@ -39,9 +39,11 @@ export function compileTemplate(source: string): CompiledTemplate {
   try {
     program = new Template(normalized).parsed as unknown as NodeOf<"Program">;
   } catch (e) {
-    const msg = e instanceof Error ? e.message : String(e);
-    throw new LlamapegError("ERR_TEMPLATE_RENDER", `chat template has a syntax error: ${msg}`, {
-      where: `template ${hash.slice(0, 12)}`,
+    // the parser runs off the token list (a TypeError) when a block is never closed
+    const msg = e instanceof TypeError ? `unexpected end of template, is a block left open? (${e.message})` : e instanceof Error ? e.message : String(e);
+    const at = locateSyntaxError(normalized);
+    throw new LlamapegError("ERR_TEMPLATE_RENDER", `chat template has a syntax error: ${msg}${at ? ` (at ${at.where}: \`${at.tag}\`)` : ""}`, {
+      where: `template ${hash.slice(0, 12)}${at ? ` ${at.where}` : ""}`,
       cause: e,
     });
   }
@@ -49,4 +51,50 @@ export function compileTemplate(source: string): CompiledTemplate {
   cache.set(hash, compiled);
   if (cache.size > CACHE_LIMIT) cache.delete(cache.keys().next().value!);
   return compiled;
+}
+
+/** Block statements that need their end tag to parse on their own. */
+const BLOCK_ENDS: Record<string, string> = {
+  if: "{% endif %}",
+  for: "{% endfor %}",
+  macro: "{% endmacro %}",
+  call: "{% endcall %}",
+  filter: "{% endfilter %}",
+  generation: "{% endgeneration %}",
+};
+
+/**
+ * The parser keeps no positions, so find the first tag that does not parse on its own (block
+ * openers get their end tag, continuation tags are skipped). Structural errors such as a missing
+ * `endif` are not found this way; the message then stands alone.
+ */
+function locateSyntaxError(source: string): { where: string; tag: string } | undefined {
+  const tagRe = /\{\{[^]*?\}\}|\{%[^]*?%\}|\{#[^]*?#\}/g;
+  for (const m of source.matchAll(tagRe)) {
+    const tag = m[0];
+    let probe: string | undefined;
+    if (tag.startsWith("{{")) probe = tag;
+    else if (tag.startsWith("{%")) {
+      const word = /^\{%-?\s*(\w+)/.exec(tag)?.[1] ?? "";
+      if (word === "set" && !tag.includes("=")) probe = `${tag}{% endset %}`;
+      else if (word === "set") probe = tag;
+      else if (word in BLOCK_ENDS) probe = tag + BLOCK_ENDS[word];
+      else if (word === "elif") probe = `{% if true %}${tag.replace(/\belif\b/, "if")}{% endif %}{% endif %}`;
+    }
+    if (probe === undefined) continue;
+    try {
+      new Template(probe);
+    } catch {
+      let line = 1;
+      let last = -1;
+      for (let i = 0; i < m.index; i++)
+        if (source.charCodeAt(i) === 10) {
+          line++;
+          last = i;
+        }
+      const short = tag.length > 60 ? tag.slice(0, 60) + "…" : tag;
+      return { where: `line ${line}, column ${m.index - last}`, tag: short.replace(/\s+/g, " ") };
+    }
+  }
+  return undefined;
 }
