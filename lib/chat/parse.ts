@@ -82,8 +82,11 @@ export interface ChatParseOutcome {
  */
 export function runChatParser(plan: ChatPlan, input: Uint8Array, partial: boolean): ChatParseOutcome {
   if (plan.parser === null) {
+    // Plain content: everything after the generation prompt (the reference's fallback parser
+    // would put the prompt into the content too).
     const message = emptyAssistantMessage();
-    message.content = decodeRange(input, 0, input.length, partial);
+    const skip = Math.min(input.length, encoder.encode(plan.generationPrompt).length);
+    message.content = decodeRange(input, skip, input.length, partial);
     return { message, result: null, consumed: input.length };
   }
   const result = plan.parser.parse(input, { partial });

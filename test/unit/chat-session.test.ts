@@ -171,8 +171,8 @@ describe("ChatSession failure handling", () => {
     expect(() => session.feed("x")).toThrow(/after finish/);
   });
 
-  it("a content-only plan streams content", () => {
-    const s = stream(chatPlan(null, { generationPrompt: "" }), encoder.encode("héllo 😀"), [1, 2, 3, 9]);
+  it("a content-only plan streams content (the generation prompt is not part of it)", () => {
+    const s = stream(chatPlan(null, { generationPrompt: "<|assistant|>" }), encoder.encode("héllo 😀"), [1, 2, 3, 9]);
     checkStream(s);
     expect(s.final.content).toBe("héllo 😀");
   });
