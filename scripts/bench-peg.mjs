@@ -167,9 +167,29 @@ for (const w of workloads) {
   const cppMBs = mb / (cpp.nsPerParse / 1e9);
   rows.push({ workload: w.name, bytes: bytes.length, result: ts.type, "TS MB/s": tsMBs.toFixed(1), "C++ MB/s": cppMBs.toFixed(1), "TS/C++": (tsMBs / cppMBs).toFixed(2) });
 }
+
+// ---------------------------------------------------------------- adversarial: nested choices sharing a rule
+// S_k -> S_{k-1} "a" | S_{k-1} "b" on "x" "b"^k: 2^k calls without memoization, linear with it.
+const adversarial = [];
+for (const depth of quick ? [12, 16] : [12, 16, 20]) {
+  // build S_0..S_depth as a let chain so refs resolve
+  let bindings = [["s0", ["rule", "s0", "x"]]];
+  for (let k = 1; k <= depth; k++) bindings.push([`s${k}`, ["rule", `s${k}`, ["|", ["+", ["var", `s${k - 1}`], "a"], ["+", ["var", `s${k - 1}`], "b"]]]]);
+  const expr = ["let", bindings, ["var", `s${depth}`]];
+  const built = await call("peg.build", { expr });
+  const arena = PegArena.fromJSON(built.arena_text);
+  const input = "x" + "b".repeat(depth);
+  const c0 = process.cpuUsage();
+  const r = arena.parse(input);
+  const cu = process.cpuUsage(c0);
+  const cpp = await call("peg.bench", { arena: built.arena_text, input, iterations: 1 });
+  adversarial.push({ depth, input: input.length, result: r.type, "TS ms": ((cu.user + cu.system) / 1000).toFixed(2), "C++ ms": (cpp.cpu_ns_per_parse / 1e6).toFixed(2) });
+}
 child.stdin.end();
 
 console.table(rows);
 const ratios = rows.map((r) => Number(r["TS/C++"]));
 const geo = Math.exp(ratios.reduce((a, r) => a + Math.log(r), 0) / ratios.length);
 console.log(`geometric mean TS/C++ throughput ratio: ${geo.toFixed(2)}x (goal >= 0.5x)`);
+console.log("adversarial grammar (nested choices sharing a rule), one parse:");
+console.table(adversarial);
