@@ -4,9 +4,9 @@
  * serialized by either implementation with `PegArena.fromJSON()`.
  */
 import { LlamapegError } from "../errors.js";
-import { buildGrammar } from "../json-schema/index.js";
+import { type GrammarBuilder, buildGrammar } from "../json-schema/index.js";
 import { dumpNode } from "./dump.js";
-import { type GrammarBuilder, buildArenaGrammar } from "./gbnf.js";
+import { buildArenaGrammar } from "./gbnf.js";
 import { type PegNode, type PegNodeId, INVALID_NODE_ID } from "./nodes.js";
 import { CompiledParser, type PegParseOptions, type PegParseResult } from "./parse.js";
 import { type PegArenaJson, arenaFromJson, arenaToJson } from "./serialize.js";

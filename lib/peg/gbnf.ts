@@ -4,18 +4,9 @@
  * (`lib/json-schema`); this file only decides what to emit for each node kind.
  */
 import { LlamapegError } from "../errors.js";
-import { gbnfFormatLiteral } from "../json-schema/index.js";
+import { type GrammarBuilder, gbnfFormatLiteral } from "../json-schema/index.js";
 import { type PegNode, type PegNodeId, INVALID_NODE_ID, assertNeverNode } from "./nodes.js";
 import { AhoCorasick } from "./trie.js";
-
-/** The builder side of the reference's `common_grammar_builder`. */
-export interface GrammarBuilder {
-  /** Adds (or de-duplicates) a rule and returns the name it got. */
-  addRule(name: string, body: string): string;
-  /** Compiles a JSON schema into rules and returns the name of its entry rule. */
-  addSchema(name: string, schema: unknown): string;
-  resolveRefs(schema: unknown): void;
-}
 
 export interface GbnfArenaView {
   nodes: readonly PegNode[];

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 
-import { type GrammarBuilder, buildPegParser } from "../../lib/peg/index.js";
+import type { GrammarBuilder } from "../../lib/json-schema/index.js";
+import { buildPegParser } from "../../lib/peg/index.js";
 
 /** Records addRule calls instead of formatting a grammar, to see what the exporter asks for. */
 function recorder(): GrammarBuilder & { rules: Map<string, string> } {
