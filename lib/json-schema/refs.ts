@@ -6,7 +6,11 @@
  * reusing the first.
  */
 import { jsonDump, pointerJoin } from "./literal.js";
-import type { Reporter } from "./report.js";
+/** Where resolution problems go; `Reporter` throws on invalid refs, SchemaInfo ignores them. */
+export interface RefReporter {
+  unsupported(keyword: string, message: string, where: string): void;
+  invalid(message: string, where: string): void;
+}
 
 export interface RefTarget {
   readonly schema: unknown;
@@ -45,7 +49,7 @@ export function lookupPointer(root: unknown, ref: string): RefTarget | undefined
  * Record every `$ref` found anywhere in `root` (a worklist walk, no recursion depth limit) in
  * `table`. Unlike the reference, refs below an object that itself has `$ref` are resolved too.
  */
-export function resolveRefs(root: unknown, table: RefTable, report: Reporter): void {
+export function resolveRefs(root: unknown, table: RefTable, report: RefReporter): void {
   const work: Array<{ node: unknown; where: string }> = [{ node: root, where: "#" }];
   for (let item = work.pop(); item !== undefined; item = work.pop()) {
     const { node, where } = item;

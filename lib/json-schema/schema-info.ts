@@ -4,7 +4,6 @@
  * as raw text.
  */
 import { resolveRefs, type RefTable } from "./refs.js";
-import { Reporter } from "./report.js";
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 const STRING_FORMATS = new Set(["date", "time", "date-time", "uri", "email", "hostname", "ipv4", "ipv6", "uuid"]);
@@ -12,9 +11,9 @@ const STRING_FORMATS = new Set(["date", "time", "date-time", "uri", "email", "ho
 export class SchemaInfo {
   private readonly refs: RefTable = new Map();
 
-  /** Register the local `$ref`s of `schema` (remote refs are skipped here, not reported). */
+  /** Register the local `$ref`s of `schema`; refs that cannot be resolved are skipped (as in the reference). */
   resolveRefs(schema: unknown): void {
-    resolveRefs(schema, this.refs, new Reporter("ignore"));
+    resolveRefs(schema, this.refs, { unsupported: () => {}, invalid: () => {} });
   }
 
   /** True when some branch of `schema` (through anyOf/oneOf/allOf/$ref/type lists) admits a string. */

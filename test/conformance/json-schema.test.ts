@@ -12,7 +12,7 @@ import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { LlamapegError } from "../../lib/errors.js";
-import { buildGrammar, compileJsonSchema, jsonSchemaToGbnf } from "../../lib/json-schema/index.js";
+import { SchemaInfo, buildGrammar, compileJsonSchema, jsonSchemaToGbnf } from "../../lib/json-schema/index.js";
 import { getHarness, type Harness } from "../support/harness.js";
 
 interface Case {
@@ -281,5 +281,20 @@ describe("differential fuzz: random schema-shaped values (seeded)", () => {
     }
     console.log(`json-schema differential fuzz: ${JSON.stringify(tally)}`);
     expect(tally.same).toBeGreaterThan(100);
+  });
+});
+
+describe("common_schema_info conformance", () => {
+  it("resolvesToString agrees with the reference on every corpus schema", async () => {
+    let compared = 0;
+    for (const c of cases) {
+      const r = await h.request<{ resolves_to_string: boolean }>("json_schema.info", { schema_text: JSON.stringify(c.schema) });
+      if (!r.ok) continue; // e.g. a ref the reference cannot resolve
+      const info = new SchemaInfo();
+      info.resolveRefs(c.schema);
+      expect(info.resolvesToString(c.schema), c.id).toBe(r.result!.resolves_to_string);
+      compared++;
+    }
+    expect(compared).toBeGreaterThan(300);
   });
 });

@@ -41,10 +41,10 @@ describe("integer range expansion", () => {
     );
   });
 
-  it("open bounds are exact for every bound in [-1500, 1500]", () => {
+  it("open bounds are exact for every bound in [-1000, 1000]", () => {
     const probes = [0, 1, 9, 10, 11, 19, 99, 100, 101, 109, 110, 111, 199, 999, 1000, 1001, 1010, 1100, 1999, 8000, 10000, 123456];
     const all = [...probes, ...probes.map((p) => -p)].map(BigInt);
-    for (let b = -1500n; b <= 1500n; b++) {
+    for (let b = -1000n; b <= 1000n; b++) {
       const lower = rangeRegex(b, null);
       const upper = rangeRegex(null, b);
       for (const v of [b - 1n, b, b + 1n, b * 10n, b * 10n + 5n, ...all]) {
