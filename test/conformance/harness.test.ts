@@ -171,6 +171,23 @@ describe("reference harness: chat", () => {
     expect(partial.msg.tool_calls[0].arguments.length).toBeLessThan(r.msg.tool_calls[0].arguments.length);
   });
 
+  it("replays the server's streaming loop over chunks", async () => {
+    const text = 'Sure.<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>';
+    const chunks = text.match(/.{1,7}/gs) ?? [];
+    const r = await h.call("chat.stream", { template: qwen, request: askWeather, chunks, filter_tool_calls: true });
+    expect(r.error).toBeUndefined();
+    expect(r.steps).toHaveLength(chunks.length);
+    expect(r.final.message.tool_calls).toEqual([{ name: "get_weather", arguments: '{"city": "Paris"}', id: "call_0" }]);
+    // concatenating every delta gives the final message; the header comes first, once
+    type Diff = { content_delta: string; tool_call_index: number | null; tool_call_delta: { name: string; arguments: string; id: string } };
+    const all: Diff[] = [...r.steps.flatMap((s: { diffs: Diff[] }) => s.diffs), ...r.final.diffs];
+    expect(all.map((d) => d.content_delta).join("")).toBe(r.final.message.content);
+    const calls = all.filter((d) => d.tool_call_index === 0);
+    expect(calls.map((d) => d.tool_call_delta.arguments).join("")).toBe('{"city": "Paris"}');
+    expect(calls.filter((d) => d.tool_call_delta.name !== "").map((d) => d.tool_call_delta.name)).toEqual(["get_weather"]);
+    expect(calls[0].tool_call_delta.name).toBe("get_weather");
+  });
+
   it("computes streaming diffs", async () => {
     const diffs = await h.call("chat.diff", {
       prev: { role: "assistant", content: "Hel" },

@@ -96,10 +96,34 @@ common_json cmd_templates_apply(const common_json & req) {
     return result;
 }
 
+common_json cmd_parse(const common_json & req) {
+    const auto pp      = chat_parser_params_from_request(req);
+    const auto text    = req_bytes(req, "text");
+    const bool partial = req_bool_or(req, "partial", false);
+    auto msg = common_chat_peg_parse(pp.parser, text, partial, pp);
+    return common_json{ { "message", msg.to_json_oaicompat() }, { "msg", chat_msg_to_json(msg) } };
+}
+
+common_json cmd_diff(const common_json & req) {
+    const auto prev = chat_msg_from_json(req_field(req, "prev"));
+    const auto next = chat_msg_from_json(req_field(req, "next"));
+    common_json diffs = common_json::array();
+    for (const auto & d : common_chat_msg_diff::compute_diffs(prev, next)) {
+        diffs.push_back(chat_diff_to_json(d));
+    }
+    return diffs;
+}
+
+common_json cmd_support_enable_thinking(const common_json & req) {
+    return common_json{ { "supported", common_chat_templates_support_enable_thinking(templates_from_request(req)) } };
+}
+
+}  // namespace
+
 // The parser params: from a templates_apply run (template + request), from the fields that
 // templates_apply returns (`params`: {format, generation_prompt, parser_text | parser}), or from a
 // bare arena/expr (format peg-native, no generation prompt).
-common_chat_parser_params parser_params_from_request(const common_json & req) {
+common_chat_parser_params chat_parser_params_from_request(const common_json & req) {
     common_chat_parser_params pp;
     if (req_has(req, "template")) {
         auto params = apply(req, req_field(req, "request"));
@@ -136,30 +160,6 @@ common_chat_parser_params parser_params_from_request(const common_json & req) {
     pp.debug                = req_bool_or(req, "debug", false);
     return pp;
 }
-
-common_json cmd_parse(const common_json & req) {
-    const auto pp      = parser_params_from_request(req);
-    const auto text    = req_bytes(req, "text");
-    const bool partial = req_bool_or(req, "partial", false);
-    auto msg = common_chat_peg_parse(pp.parser, text, partial, pp);
-    return common_json{ { "message", msg.to_json_oaicompat() }, { "msg", chat_msg_to_json(msg) } };
-}
-
-common_json cmd_diff(const common_json & req) {
-    const auto prev = chat_msg_from_json(req_field(req, "prev"));
-    const auto next = chat_msg_from_json(req_field(req, "next"));
-    common_json diffs = common_json::array();
-    for (const auto & d : common_chat_msg_diff::compute_diffs(prev, next)) {
-        diffs.push_back(chat_diff_to_json(d));
-    }
-    return diffs;
-}
-
-common_json cmd_support_enable_thinking(const common_json & req) {
-    return common_json{ { "supported", common_chat_templates_support_enable_thinking(templates_from_request(req)) } };
-}
-
-}  // namespace
 
 void register_chat_commands() {
     auto & c = harness_commands();

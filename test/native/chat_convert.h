@@ -23,3 +23,7 @@ common_chat_msg chat_msg_from_json(const common_json & j);
 common_json chat_diff_to_json(const common_chat_msg_diff & diff);
 
 common_chat_format chat_format_from_name(const std::string & name);
+
+// The chat parser params of a chat.parse / chat.stream request (see test/support/README.md):
+// from template + request (runs templates_apply), from `params`, or from arena/expr.
+common_chat_parser_params chat_parser_params_from_request(const common_json & req);

@@ -76,6 +76,7 @@ int main() {
     register_chat_commands();
     register_jinja_commands();
     register_analysis_commands();
+    register_stream_commands();
 
     harness_commands()["ping"] = [](const common_json &) {
         return common_json{ { "pong", true } };

@@ -25,6 +25,7 @@ void register_schema_commands();
 void register_chat_commands();
 void register_jinja_commands();
 void register_analysis_commands();
+void register_stream_commands();
 
 // --- request access ---------------------------------------------------------------------------
 
