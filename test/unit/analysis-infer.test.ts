@@ -102,6 +102,43 @@ describe("tool-call formats", () => {
     expect(f).toMatchObject({ mode: "tag_with_json", perCallStart: "<call>", perCallEnd: "</call>" });
   });
 
+  it("reads JSON calls keyed by the function name inside an array", () => {
+    const f = analyze("name-as-key").tools.format;
+    expect(f).toMatchObject({ mode: "json_native", funNameIsKey: true, toolsArrayWrapped: true, nameField: "", argsField: "" });
+    expect([f.sectionStart, f.sectionEnd]).toEqual(["<calls>", "</calls>"]);
+  });
+
+  it("reads a generated id field and renamed argument field", () => {
+    const f = analyze("generated-id-field").tools.format;
+    expect(f).toMatchObject({ mode: "json_native", genIdField: "tool_call_id", argsField: "parameters", idField: "" });
+    expect(f.parameterOrder).toEqual(["tool_call_id", "name", "parameters"]);
+  });
+
+  it("finds a call id after the arguments", () => {
+    expect(analyze("id-after-args").tools.callId).toEqual({ pos: "post_args", prefix: "[ID]", suffix: "</call>" });
+  });
+
+  it("finds a call id before the function name, inside section and per-call tags", () => {
+    const t = analyze("id-before-name").tools;
+    expect(t.callId).toEqual({ pos: "pre_func_name", prefix: "[ID]", suffix: "[NAME]" });
+    expect(t.format).toMatchObject({ sectionStart: "<calls>", sectionEnd: "</calls>", perCallStart: "<call>", perCallEnd: "</call>" });
+  });
+
+  it("reads nested section, call and argument tags", () => {
+    const t = analyze("section-and-call-tags").tools;
+    expect(t.format).toMatchObject({
+      mode: "tag_with_tagged",
+      sectionStart: "<calls>\n",
+      sectionEnd: "</calls>",
+      perCallStart: "<call>\n",
+      perCallEnd: "</call>",
+    });
+    expect(t.arguments).toMatchObject({ namePrefix: "<key>", nameSuffix: "</key>", valuePrefix: "<value>", valueSuffix: "</value>" });
+    // the reference reads the argument wrapper's open/close as separator/closer; kept for parity
+    // (test/conformance/analysis.test.ts checks these fixtures against it)
+    expect(t.function).toEqual({ namePrefix: "<name>", nameSuffix: "", argsSeparator: "</name>\n<arg>", close: "</arg>\n" });
+  });
+
   it("reports no tool format for a template that ignores tool calls", () => {
     const a = analyze("chatml-think");
     expect(a.caps.supportsToolCalls).toBe(false);
