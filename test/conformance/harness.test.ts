@@ -174,8 +174,9 @@ describe("reference harness: chat", () => {
   it("replays the server's streaming loop over chunks", async () => {
     const text = 'Sure.<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>';
     const chunks = text.match(/.{1,7}/gs) ?? [];
-    const r = await h.call("chat.stream", { template: qwen, request: askWeather, chunks, filter_tool_calls: true });
+    const r = await h.call("chat.stream", { template: qwen, request: askWeather, chunks, filter_tool_calls: true, timing: true });
     expect(r.error).toBeUndefined();
+    expect(r.step_cpu_ns).toHaveLength(chunks.length + 1);
     expect(r.steps).toHaveLength(chunks.length);
     expect(r.final.message.tool_calls).toEqual([{ name: "get_weather", arguments: '{"city": "Paris"}', id: "call_0" }]);
     // concatenating every delta gives the final message; the header comes first, once

@@ -9,6 +9,7 @@
 
 #include "chat.h"
 
+#include <ctime>
 #include <set>
 #include <string>
 #include <vector>
@@ -121,19 +122,33 @@ common_json cmd_stream(const common_json & req) {
         s.msg = common_chat_parse("", true, s.params);
     }
 
+    // `timing: true` adds the process CPU time of each step (parse + ids + diff, not the JSON),
+    // for the streaming benchmark: what the reference spends per token at each length
+    const bool timing = req_bool_or(req, "timing", false);
+    std::vector<double> cpu_ns;
+    auto timed = [&](const std::string & chunk, bool partial) {
+        const std::clock_t c0 = std::clock();
+        auto diffs = s.update(chunk, partial, filter);
+        cpu_ns.push_back((double) (std::clock() - c0) * 1e9 / CLOCKS_PER_SEC);
+        return diffs;
+    };
+
     common_json steps = common_json::array();
     common_json result = common_json::object();
     try {
         for (const auto & chunk : chunks) {
-            steps.push_back(step_json(s, s.update(chunk, /* partial= */ true, filter)));
+            steps.push_back(step_json(s, timed(chunk, /* partial= */ true)));
         }
-        result["final"] = step_json(s, s.update("", /* partial= */ false, filter));
+        result["final"] = step_json(s, timed("", /* partial= */ false));
     } catch (const std::exception & e) {
         // the server ends the stream with an error here; report where
         result["error"]      = e.what();
         result["error_step"] = steps.size();
     }
     result["steps"] = steps;
+    if (timing) {
+        result["step_cpu_ns"] = cpu_ns;
+    }
     return result;
 }
 
