@@ -1,7 +1,13 @@
 import { describe, expect, it } from "vitest";
 
 import { LlamapegError } from "../../lib/errors.js";
-import { prepareChatContext, renderChatTemplate, renderGenerationPrompt, templateCaps } from "../../lib/chat/template/index.js";
+import {
+  normalizeMessageContent,
+  prepareChatContext,
+  renderChatTemplate,
+  renderGenerationPrompt,
+  templateCaps,
+} from "../../lib/chat/template/index.js";
 
 // A small template that shows what it receives.
 const ECHO = [
@@ -64,6 +70,12 @@ describe("chat rendering: context", () => {
     const caps = templateCaps(typedOnly);
     expect([caps.supportsTypedContent, caps.supportsStringContent]).toEqual([true, false]);
     expect(renderChatTemplate(typedOnly, { messages: [{ role: "user", content: "s" }] })).toBe("<s>");
+  });
+
+  it("exposes the content-shape normalization alone", () => {
+    const typedOnly = "{% for p in messages[0].content %}<{{ p.text }}>{% endfor %}";
+    expect(normalizeMessageContent(typedOnly, [{ role: "user", content: "s" }])).toEqual([{ role: "user", content: [{ type: "text", text: "s" }] }]);
+    expect(normalizeMessageContent(ECHO, [{ role: "user", content: "s" }])).toEqual([{ role: "user", content: "s" }]);
   });
 
   it("provides datetime, date_string and strftime_now from `now`, and chat_template_kwargs override", () => {

@@ -143,6 +143,15 @@ function normalizeContent(messages: JsonObject[], caps: TemplateCaps): JsonObjec
   });
 }
 
+/**
+ * The content-shape normalization alone (`messages_inp_normalizer` with the template's probed
+ * capabilities), for callers that build reference-form messages themselves, such as the template
+ * analysis probes (`common_chat_template_direct_apply` applies exactly this).
+ */
+export function normalizeMessageContent(templateSource: string, messages: readonly Record<string, unknown>[]): Record<string, unknown>[] {
+  return normalizeContent([...messages], templateCaps(patchTemplateSource(templateSource)));
+}
+
 /** `common_chat_tools_parse_oaicompat` + `common_chat_tools_to_json_oaicompat`. */
 function normalizeTools(tools: readonly unknown[] | null | undefined): JsonObject[] {
   if (tools === undefined || tools === null) return [];

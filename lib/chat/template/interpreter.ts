@@ -40,14 +40,21 @@ export const failedNodes = new WeakMap<Error, Node>();
 class BreakSignal {}
 class ContinueSignal {}
 
-/** A variable scope; like the reference's `context`, a child starts as a copy of its parent. */
+/**
+ * A variable scope. The reference copies the parent's variables into every new scope; a child
+ * that reads through to its parent is equivalent because a parent is never assigned to while a
+ * child of it is running (loop bodies, macros and call blocks write only to their own scope), and
+ * it avoids copying every variable on each loop and macro call.
+ */
 export class Scope {
-  readonly vars: Map<string, JValue>;
-  constructor(parent?: Scope) {
-    this.vars = parent ? new Map(parent.vars) : new Map();
-  }
+  readonly vars = new Map<string, JValue>();
+  constructor(private readonly parent?: Scope) {}
   get(name: string): JValue {
-    return this.vars.get(name) ?? undef(name);
+    for (let s: Scope | undefined = this; s; s = s.parent) {
+      const v = s.vars.get(name);
+      if (v !== undefined) return v;
+    }
+    return undef(name);
   }
   set(name: string, v: JValue): void {
     this.vars.set(name, v);
