@@ -282,6 +282,8 @@ Napi::Value StartGeneration(Napi::Env env, const std::shared_ptr<ContextCore>& c
   sp.topP = static_cast<float>(Num(o, "topP", sp.topP));
   sp.minP = static_cast<float>(Num(o, "minP", sp.minP));
   sp.repeatPenalty = static_cast<float>(Num(o, "repeatPenalty", sp.repeatPenalty));
+  sp.fastGrammarResample = !o.Get("grammarResample").IsString() ||
+                           o.Get("grammarResample").As<Napi::String>().Utf8Value() != "reference";
   double seed = Num(o, "seed", -1);
   sp.seed = seed < 0 ? context->seed : static_cast<uint32_t>(seed);
 

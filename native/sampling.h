@@ -20,6 +20,9 @@ struct SamplingParams {
   float minP = 0.05f;
   uint32_t seed = LLAMA_DEFAULT_SEED;
   float repeatPenalty = 1.0f;
+  // After a grammar rejection, resample from the top candidates when that is provably the same
+  // choice (sampling.cpp); false: always llama.cpp's full pass.
+  bool fastGrammarResample = true;
 };
 
 class Sampler {
@@ -39,11 +42,19 @@ class Sampler {
  private:
   Sampler() = default;
   void Fill(const float* logits);
+  llama_token SelectFrom(llama_token_data_array* array, NativeError* error);
+  // The resample after a rejection, exact but cheaper: see sampling.cpp.
+  bool ResampleFromTop(const float* logits, llama_token* out, NativeError* error);
 
   llama_sampler* chain_ = nullptr;
   llama_sampler* grammar_ = nullptr;
   int32_t nVocab_ = 0;
+  bool greedy_ = false;
+  bool penalties_ = false;
+  bool fastResample_ = true;
+  int32_t topK_ = 0;
   std::vector<llama_token_data> candidates_;  // reused every token: no per-token allocation
+  std::vector<llama_token_data> top_;
 };
 
 }  // namespace lp

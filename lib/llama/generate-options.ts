@@ -2,7 +2,7 @@
 import { LlamapegError } from "../errors.js";
 import type { NativeGenerateOptions, NativeGrammar } from "../native/binding.js";
 import type { Model } from "./model.js";
-import { bool, checkKeys, int, num, optionalObject, str, stringList, tokenList } from "./validate.js";
+import { bool, checkKeys, int, num, oneOf, optionalObject, str, stringList, tokenList } from "./validate.js";
 
 export interface GrammarOptions {
   /** GBNF source (llama.cpp's grammar format). */
@@ -45,6 +45,13 @@ export interface GenerateOptions {
   preservedTokens?: string[];
   /** Render every control token's text in pieces. Default false. */
   special?: boolean;
+  /**
+   * After the grammar rejects the sampled token, llama.cpp checks the whole vocabulary against the
+   * grammar and samples again ("reference"). "fast" (default) first tries only the highest-logit
+   * candidates, and uses them when that provably picks the same token (no repeat penalty, top-k on
+   * or greedy, enough admitted candidates among them); otherwise it does the full pass.
+   */
+  grammarResample?: "fast" | "reference";
 }
 
 export interface ResolvedGenerateOptions {
@@ -65,6 +72,7 @@ const generateKeys = [
   "grammar",
   "preservedTokens",
   "special",
+  "grammarResample",
 ] as const;
 
 const grammarKeys = ["gbnf", "root", "lazy", "triggerWords", "triggerPatterns", "triggerTokens"] as const;
@@ -107,6 +115,7 @@ export function resolveGenerateOptions(model: Model, options: GenerateOptions | 
     preservedTokens: Int32Array.from(preserved),
     special: bool(o.special, "special", false),
     grammar,
+    grammarResample: oneOf(o.grammarResample, "grammarResample", ["fast", "reference"] as const, "fast"),
     // Hand-off tuning: a batch every 16 tokens or 5 ms; at most 256 tokens ahead of the reader.
     flushTokens: 16,
     flushMs: 5,

@@ -39,6 +39,14 @@ export function num(value: unknown, name: string, fallback: number, min: number,
   return value;
 }
 
+export function oneOf<T extends string>(value: unknown, name: string, allowed: readonly T[], fallback: T): T {
+  if (value === undefined) return fallback;
+  if (typeof value !== "string" || !(allowed as readonly string[]).includes(value)) {
+    throw new TypeError(`${name} must be one of ${allowed.map((a) => JSON.stringify(a)).join(", ")}`);
+  }
+  return value as T;
+}
+
 export function str(value: unknown, name: string): string {
   if (typeof value !== "string") throw new TypeError(`${name} must be a string`);
   return value;

@@ -69,6 +69,7 @@ export interface NativeGenerateOptions {
   preservedTokens: Int32Array;
   special: boolean;
   grammar: NativeGrammar | null;
+  grammarResample: "fast" | "reference";
   flushTokens: number;
   flushMs: number;
   windowTokens: number;

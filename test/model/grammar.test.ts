@@ -53,6 +53,15 @@ describe("grammar", () => {
     }
   });
 
+  it("the fast resample after a rejection picks exactly what llama.cpp's full pass picks", async () => {
+    for (const [seed, temperature] of [[1, 1], [3, 0.7], [4, 0]] as const) {
+      const options = { seed, temperature, maxTokens: 40, grammar: { gbnf: smallJson } };
+      const fast = await context.generate(prompt, { ...options, grammarResample: "fast" }).result();
+      const reference = await context.generate(prompt, { ...options, grammarResample: "reference" }).result();
+      expect(fast.tokens, `seed ${seed}`).toEqual(reference.tokens);
+    }
+  });
+
   it("greedy sampling under a grammar works too", async () => {
     const r = await context.generate(prompt, { temperature: 0, maxTokens: 200, grammar: { gbnf: smallJson } }).result();
     expect(() => JSON.parse(r.text)).not.toThrow();

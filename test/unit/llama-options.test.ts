@@ -35,6 +35,7 @@ describe("resolveGenerateOptions", () => {
       repeatPenalty: 1,
       special: false,
       grammar: null,
+      grammarResample: "fast",
     });
     expect(Array.from(native.stopTokens)).toEqual([]);
   });
@@ -57,6 +58,7 @@ describe("resolveGenerateOptions", () => {
     [{ grammar: { gbnf: "root ::= \"a\"", lazy: true } }, TypeError, "trigger"],
     [{ grammar: { gbnf: "root ::= \"a\"", rot: "x" } }, TypeError, "rot"],
     [{ temprature: 1 }, TypeError, "temprature"],
+    [{ grammarResample: "quick" }, TypeError, "grammarResample"],
   ])("rejects %j", (options, type, mention) => {
     expect(() => resolveGenerateOptions(fakeModel, options as never)).toThrow(type);
     expect(() => resolveGenerateOptions(fakeModel, options as never)).toThrow(mention);
