@@ -22,6 +22,8 @@ export interface PegCase {
   gbnf?: Record<string, unknown>;
   /** parse only complete inputs (no prefix sweep), for very long inputs */
   no_prefixes?: boolean;
+  /** the expression uses reference-only helpers: load the reference's arena instead of building one */
+  load_only?: boolean;
 }
 
 export interface RefAstNode {
