@@ -72,13 +72,13 @@ export class Normalizer {
     if (has(schema, "$ref")) {
       const ref = schema["$ref"];
       if (typeof ref !== "string") this.report.invalid("$ref must be a string", pointerJoin(where, "$ref"));
-      this.leftovers(schema, where, ["$ref"], "all", "next to $ref");
+      this.leftovers(schema, where, ["$ref", ...this.typeImplied(schema, [schema])], "all", "next to $ref");
       return { kind: "ref", ref };
     }
     if (has(schema, "oneOf") || has(schema, "anyOf")) {
       const key = has(schema, "oneOf") ? "oneOf" : "anyOf";
       const alts = this.nonEmptyArray(schema[key], pointerJoin(where, key));
-      this.leftovers(schema, where, [key], "all", `next to ${key}`);
+      this.leftovers(schema, where, [key, ...this.typeImplied(schema, alts)], "all", `next to ${key}`);
       return { kind: "union", alternatives: alts.map((a, i) => this.normalize(a, pointerJoin(pointerJoin(where, key), i))) };
     }
     if (Array.isArray(type)) {
@@ -168,6 +168,40 @@ export class Normalizer {
     return v > 2147483646 ? Infinity : v;
   }
 
+  /**
+   * `type` next to `$ref` or `anyOf`/`oneOf` (which the reference ignores) is fine when every
+   * alternative only produces values of that type anyway.
+   */
+  private typeImplied(schema: Json, alternatives: unknown[]): string[] {
+    const type = schema["type"];
+    if (typeof type !== "string") return [];
+    const seen = new Set<string>();
+    const produces = (s: unknown): boolean => {
+      if (s === null) return type === "object"; // an unresolved ref becomes `object`
+      if (!isObject(s)) return false;
+      if (has(s, "$ref")) {
+        const ref = s["$ref"];
+        if (typeof ref !== "string") return false;
+        if (seen.has(ref)) return true; // a cycle adds no other type
+        seen.add(ref);
+        return produces(this.refs.get(ref)?.schema ?? null);
+      }
+      for (const key of ["oneOf", "anyOf"]) if (has(s, key)) return Array.isArray(s[key]) && (s[key] as unknown[]).every(produces);
+      const t = s["type"];
+      if (Array.isArray(t)) return t.every((x) => x === type || (type === "number" && x === "integer"));
+      if (has(s, "const")) return valueHasType(s["const"], type);
+      if (has(s, "enum")) return Array.isArray(s["enum"]) && s["enum"].every((v) => valueHasType(v, type));
+      if (typeof t === "string") return t === type || (type === "number" && t === "integer");
+      if (has(s, "properties") || (has(s, "additionalProperties") && s["additionalProperties"] !== true) || Object.keys(s).length === 0) {
+        return type === "object";
+      }
+      if (has(s, "items") || has(s, "prefixItems")) return type === "array";
+      if (has(s, "pattern") || (typeof s["format"] === "string" && /^(uuid[1-5]?|date|time|date-time)$/.test(s["format"]))) return type === "string";
+      return false;
+    };
+    return alternatives.every(produces) ? ["type"] : [];
+  }
+
   /** `type` next to const/enum is fine when every value has that type. */
   private typeConsumed(schema: Json, values: unknown[]): string[] {
     const type = schema["type"];
@@ -238,6 +272,7 @@ export class Normalizer {
     const required = new Set<string>();
     const enumCounts = new Map<string, number>();
     const active = new Set<string>();
+    const requiredChecks: Array<{ name: string; where: string }> = [];
 
     const addComponent = (comp: unknown, compWhere: string, isRequired: boolean): void => {
       if (!isObject(comp)) {
@@ -259,19 +294,18 @@ export class Normalizer {
       } else if (has(comp, "properties")) {
         const props = this.propertyList(comp["properties"], pointerJoin(compWhere, "properties"));
         const compRequired = this.requiredSet(comp, compWhere);
-        const names = props.map((p) => p.name);
-        const exact = isRequired ? names.every((n) => compRequired.has(n)) && compRequired.size === names.length : compRequired.size === 0;
-        if (!exact) {
+        // The merge requires every property of a top-level component (stricter than the schema,
+        // so never wrong output) but none inside an anyOf (which would drop a requirement).
+        if (isRequired) {
+          for (const name of compRequired) requiredChecks.push({ name, where: pointerJoin(compWhere, "required") });
+        } else if (compRequired.size > 0) {
           this.report.unsupported(
             "required",
-            isRequired
-              ? "in an allOf component every property must be required (the merge makes all of them required)"
-              : "required inside an allOf/anyOf alternative is not supported (the merge makes its properties optional)",
+            "required inside an allOf/anyOf alternative is not supported (the merge makes its properties optional)",
             pointerJoin(compWhere, "required"),
           );
         }
-        const ap = comp["additionalProperties"];
-        const consumed = ["properties", "required", ...(ap === false ? ["additionalProperties"] : [])];
+        const consumed = ["properties", "required", "additionalProperties"];
         if (comp["type"] === "object") consumed.push("type");
         this.leftovers(comp, compWhere, consumed, new Set(["object"]), "in an allOf component");
         for (const p of props) {
@@ -303,6 +337,11 @@ export class Normalizer {
       }
     });
 
+    for (const { name, where: at } of requiredChecks) {
+      if (!properties.some((p) => p.name === name)) {
+        this.report.unsupported("required", `required property ${JSON.stringify(name)} is not declared in any allOf component`, at);
+      }
+    }
     // std::map order: by the literal's bytes
     const enumLiterals = [...enumCounts.entries()]
       .filter(([, n]) => n === parts.length)
