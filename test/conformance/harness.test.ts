@@ -40,6 +40,8 @@ describe("reference harness: PEG", () => {
     expect(partial.type).toBe("need_more_input");
     const complete = await h.call("peg.parse", { expr: ab, input: "a" });
     expect(complete.type).toBe("fail");
+    const traced = await h.call("peg.parse", { expr: ab, input: "ab", debug: true });
+    expect(traced.debug_log).toContain("SEQ -> SUCCESS at 0->2");
   });
 
   it("returns the tagged AST with byte offsets", async () => {

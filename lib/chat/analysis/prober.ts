@@ -36,7 +36,7 @@ export class Prober {
   render(probe: string, params: ProbeParams, quiet = false): string | null {
     try {
       const out = this.template.render({
-        messages: this.normalize(params.messages),
+        messages: params.messages,
         tools: params.tools,
         addGenerationPrompt: params.addGenerationPrompt ?? false,
         enableThinking: params.enableThinking ?? true,
@@ -60,16 +60,5 @@ export class Prober {
     const outputB = this.render(probe, b, quiet);
     if (outputA === null || outputB === null) return null;
     return { diff: calculateDiffSplit(outputA, outputB), outputA, outputB };
-  }
-
-  /** Templates that only take typed content get `[{type: "text", text}]` (as the reference does). */
-  private normalize(messages: Json[]): Json[] {
-    const onlyTyped = !this.caps.supportsStringContent && this.caps.supportsTypedContent;
-    if (!onlyTyped) return messages;
-    return messages.map((m) => {
-      if (m === null || typeof m !== "object" || Array.isArray(m)) return m;
-      const c = m["content"];
-      return typeof c === "string" ? { ...m, content: [{ type: "text", text: c }] } : m;
-    });
   }
 }

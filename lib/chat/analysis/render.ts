@@ -4,7 +4,7 @@
  * the two.
  */
 import { LlamapegError } from "../../errors.js";
-import { compileTemplate, patchTemplateSource, renderTemplate, templateCaps } from "../template/index.js";
+import { compileTemplate, normalizeMessageContent, patchTemplateSource, renderTemplate, templateCaps } from "../template/index.js";
 import type { TemplateCaps } from "./types.js";
 
 /** What one probe rendering gets: the reference's `template_params`. */
@@ -52,7 +52,8 @@ export function compileProbeTemplate(rawSource: string, tokens: ProbeTokens): Pr
     caps,
     render(inputs) {
       const vars: Record<string, unknown> = {
-        messages: inputs.messages,
+        // content as string or typed parts, whichever the template takes (as the reference does)
+        messages: normalizeMessageContent(rawSource, inputs.messages as Record<string, unknown>[]),
         bos_token: tokens.bosToken,
         eos_token: tokens.eosToken,
         enable_thinking: inputs.enableThinking,
