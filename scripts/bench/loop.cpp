@@ -7,7 +7,7 @@
 // Usage: llamapeg-bench-loop --model M (--prompt-tokens 1,2,3 | --prompt TEXT) --n-predict N [--threads T]
 //          [--ctx N] [--batch N] [--temp F] [--top-k N] [--top-p F] [--min-p F] [--seed N]
 //          [--repeat-penalty F] [--grammar-file F] [--lazy] [--trigger-pattern RE]... [--runs R]
-//          [--print]
+//          [--print] [--serve]
 // Prints one JSON object: {"runs":[{"generated":N,"totalMs":..,"promptMs":..,"generateMs":..,
 //   "stop":"eog|length","tokens":[..]}]}. --print writes the generated text to stderr.
 #include <algorithm>
@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -44,6 +45,7 @@ struct Args {
   std::vector<std::string> triggerPatterns;
   int runs = 1;
   bool print = false;
+  bool serve = false;
 };
 
 [[noreturn]] void Fail(const std::string& message) {
@@ -51,16 +53,17 @@ struct Args {
   std::exit(2);
 }
 
-Args Parse(int argc, char** argv) {
-  Args a;
-  for (int i = 1; i < argc; i++) {
-    std::string k = argv[i];
+// Applies arguments onto `a` (the command line, or one request line in --serve mode).
+void Apply(Args& a, const std::vector<std::string>& args) {
+  for (size_t i = 0; i < args.size(); i++) {
+    const std::string& k = args[i];
     auto next = [&]() -> std::string {
-      if (i + 1 >= argc) Fail("missing value after " + k);
-      return argv[++i];
+      if (i + 1 >= args.size()) Fail("missing value after " + k);
+      return args[++i];
     };
     if (k == "--model") a.model = next();
     else if (k == "--prompt-tokens") {
+      a.prompt.clear();
       std::stringstream ss(next());
       std::string item;
       while (std::getline(ss, item, ',')) a.prompt.push_back(static_cast<llama_token>(std::stol(item)));
@@ -80,11 +83,9 @@ Args Parse(int argc, char** argv) {
     else if (k == "--trigger-pattern") a.triggerPatterns.push_back(next());
     else if (k == "--runs") a.runs = std::stoi(next());
     else if (k == "--print") a.print = true;
+    else if (k == "--serve") a.serve = true;
     else Fail("unknown argument " + k);
   }
-  if (a.model.empty()) Fail("--model is required");
-  if (a.prompt.empty() == a.promptText.empty()) Fail("give one of --prompt-tokens or --prompt");
-  return a;
 }
 
 double MsSince(std::chrono::steady_clock::time_point t0) {
@@ -199,15 +200,16 @@ Run Generate(llama_context* ctx, const llama_vocab* vocab, const Args& a) {
   return r;
 }
 
-}  // namespace
 
-int main(int argc, char** argv) {
-  Args a = Parse(argc, argv);
-  llama_log_set([](ggml_log_level, const char*, void*) {}, nullptr);
-  llama_backend_init();
-  llama_model_params mp = llama_model_default_params();
-  llama_model* model = llama_model_load_from_file(a.model.c_str(), mp);
-  if (model == nullptr) Fail("cannot load " + a.model);
+void PrintRun(const Run& run, bool first) {
+  std::printf("%s{\"generated\":%d,\"totalMs\":%.3f,\"promptMs\":%.3f,\"generateMs\":%.3f,\"stop\":\"%s\",\"tokens\":[",
+              first ? "" : ",", run.generated, run.totalMs, run.promptMs, run.generateMs, run.stop);
+  for (size_t i = 0; i < run.tokens.size(); i++) std::printf("%s%d", i == 0 ? "" : ",", run.tokens[i]);
+  std::printf("]}");
+}
+
+// A fresh context per request, as the Node side creates one per run (creation is not timed).
+void RunRequest(llama_model* model, const llama_vocab* vocab, Args a) {
   llama_context_params cp = llama_context_default_params();
   cp.n_ctx = static_cast<uint32_t>(a.ctx);
   cp.n_batch = static_cast<uint32_t>(a.batch);
@@ -216,7 +218,6 @@ int main(int argc, char** argv) {
   cp.no_perf = true;
   llama_context* ctx = llama_init_from_model(model, cp);
   if (ctx == nullptr) Fail("cannot create a context");
-  const llama_vocab* vocab = llama_model_get_vocab(model);
   if (!a.promptText.empty()) {
     std::vector<llama_token> ids(a.promptText.size() + 8);
     int n = llama_tokenize(vocab, a.promptText.c_str(), static_cast<int32_t>(a.promptText.size()), ids.data(),
@@ -225,17 +226,46 @@ int main(int argc, char** argv) {
     ids.resize(static_cast<size_t>(n));
     a.prompt = ids;
   }
-
+  if (a.prompt.empty()) Fail("give --prompt-tokens or --prompt");
   std::printf("{\"runs\":[");
-  for (int r = 0; r < a.runs; r++) {
-    Run run = Generate(ctx, vocab, a);
-    std::printf("%s{\"generated\":%d,\"totalMs\":%.3f,\"promptMs\":%.3f,\"generateMs\":%.3f,\"stop\":\"%s\",\"tokens\":[",
-                r == 0 ? "" : ",", run.generated, run.totalMs, run.promptMs, run.generateMs, run.stop);
-    for (size_t i = 0; i < run.tokens.size(); i++) std::printf("%s%d", i == 0 ? "" : ",", run.tokens[i]);
-    std::printf("]}");
-  }
+  for (int r = 0; r < a.runs; r++) PrintRun(Generate(ctx, vocab, a), r == 0);
   std::printf("]}\n");
+  std::fflush(stdout);
   llama_free(ctx);
+}
+
+}  // namespace
+
+// One-shot: the arguments describe the run. --serve: the model stays loaded and every stdin line
+// (arguments separated by tabs, applied over the command line's) is one request, answered by one
+// JSON line; this keeps model loading (seconds on a busy machine) out of the bench's wall time.
+int main(int argc, char** argv) {
+  Args base;
+  Apply(base, std::vector<std::string>(argv + 1, argv + argc));
+  if (base.model.empty()) Fail("--model is required");
+  llama_log_set([](ggml_log_level, const char*, void*) {}, nullptr);
+  llama_backend_init();
+  llama_model_params mp = llama_model_default_params();
+  llama_model* model = llama_model_load_from_file(base.model.c_str(), mp);
+  if (model == nullptr) Fail("cannot load " + base.model);
+  const llama_vocab* vocab = llama_model_get_vocab(model);
+  if (base.serve) {
+    std::printf("{\"ready\":true}\n");
+    std::fflush(stdout);
+    std::string line;
+    while (std::getline(std::cin, line)) {
+      if (line.empty()) continue;
+      std::vector<std::string> args;
+      std::stringstream ss(line);
+      std::string item;
+      while (std::getline(ss, item, '\t')) args.push_back(item);
+      Args a = base;
+      Apply(a, args);
+      RunRequest(model, vocab, a);
+    }
+  } else {
+    RunRequest(model, vocab, base);
+  }
   llama_model_free(model);
   llama_backend_free();
   return 0;

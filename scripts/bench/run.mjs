@@ -7,7 +7,8 @@
 //
 //   node scripts/bench/run.mjs [--json] [--runs N] [--models tiny,small] [--threads 1,2]
 //                              [--tokens-tiny N] [--tokens-small N] [--no-grammar]
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
+import { createInterface } from "node:readline";
 import { existsSync, readFileSync } from "node:fs";
 import { availableParallelism, cpus, loadavg } from "node:os";
 import { dirname, join, resolve } from "node:path";
@@ -45,6 +46,9 @@ const BATCH_SIZE = 512;
 const variants = {
   free: { node: {}, cpp: [] },
   json: { node: { grammar: { gbnf: jsonGrammar } }, cpp: ["--grammar-file", jsonGrammarFile] },
+  // The addon's default resamples a rejected token from the top candidates when that provably
+  // picks what the full-vocabulary pass picks; "reference" does the full pass, as the C++ loop does.
+  "json-ref": { node: { grammar: { gbnf: jsonGrammar }, grammarResample: "reference" }, cpp: ["--grammar-file", jsonGrammarFile] },
   lazy: {
     node: { grammar: { gbnf: jsonGrammar, lazy: true, triggerPatterns: [NEVER_PATTERN] } },
     cpp: ["--grammar-file", jsonGrammarFile, "--lazy", "--trigger-pattern", NEVER_PATTERN],
@@ -56,7 +60,7 @@ for (const size of opts.models) {
   for (const threads of opts.threads) cells.push({ size, threads, variant: "free" });
   if (opts.grammar) {
     const threads = Math.max(...opts.threads);
-    cells.push({ size, threads, variant: "json" }, { size, threads, variant: "lazy" });
+    cells.push({ size, threads, variant: "json" }, { size, threads, variant: "json-ref" }, { size, threads, variant: "lazy" });
   }
 }
 
@@ -69,11 +73,20 @@ for (const size of opts.models) {
   const prompt = Array.from(model.tokenize(PROMPT, { addSpecial: false, parseSpecial: true }));
   const maxTokens = size === "tiny" ? opts.tokensTiny : opts.tokensSmall;
   log(`${size}: ${path} (${prompt.length} prompt tokens, ${maxTokens} to generate)`);
+  const cppServer = await startCpp(path, prompt);
   // Warm-up (page in the weights, first-use allocations), not measured.
   await runNode(model, prompt, { threads: 1, maxTokens: 8, seed: 1, extra: {} });
-  runCpp(path, prompt, { threads: 1, maxTokens: 8, seed: 1, extra: [] });
+  await runCpp(cppServer, { threads: 1, maxTokens: 8, seed: 1, extra: [] });
 
-  for (const cell of cells.filter((c) => c.size === size)) {
+  let sizeCells = cells.filter((c) => c.size === size);
+  try {
+    await runNode(model, prompt, { threads: 1, maxTokens: 1, seed: 1, extra: variants["json-ref"].node });
+  } catch (error) {
+    if (!(error instanceof TypeError)) throw error;
+    log(`skipping json-ref: this build's generate() has no grammarResample option (${error.message})`);
+    sizeCells = sizeCells.filter((c) => c.variant !== "json-ref");
+  }
+  for (const cell of sizeCells) {
     const v = variants[cell.variant];
     const node = [];
     const cpp = [];
@@ -86,9 +99,9 @@ for (const size of opts.models) {
       let c;
       if (r % 2 === 0) {
         n = await runNode(model, prompt, { ...common, extra: v.node });
-        c = runCpp(path, prompt, { ...common, extra: v.cpp });
+        c = await runCpp(cppServer, { ...common, extra: v.cpp });
       } else {
-        c = runCpp(path, prompt, { ...common, extra: v.cpp });
+        c = await runCpp(cppServer, { ...common, extra: v.cpp });
         n = await runNode(model, prompt, { ...common, extra: v.node });
       }
       node.push(n);
@@ -111,6 +124,7 @@ for (const size of opts.models) {
     results.push(row);
     log(`${size} t=${cell.threads} ${cell.variant}: node ${row.nodeTokensPerSecond} tok/s, C++ ${row.cppTokensPerSecond} tok/s, ratio ${row.ratio}${sameTokens ? "" : " (token streams differ!)"}`);
   }
+  cppServer.close();
   model.dispose();
 }
 
@@ -120,7 +134,15 @@ const report = {
   // Other processes competing for the cores distort multi-thread cells most (ggml's threads wait
   // for each other at every op); the load before and after says how quiet the machine was.
   loadAverage: { before: round(loadBefore, 2), after: round(loadavg()[0], 2) },
-  settings: { runs: opts.runs, contextSize: CONTEXT_SIZE, batchSize: BATCH_SIZE, sampling: SAMPLING, prompt: PROMPT, lazyTrigger: NEVER_PATTERN },
+  settings: {
+    runs: opts.runs,
+    contextSize: CONTEXT_SIZE,
+    batchSize: BATCH_SIZE,
+    sampling: SAMPLING,
+    prompt: PROMPT,
+    lazyTrigger: NEVER_PATTERN,
+    cppOmpWaitPolicy: process.env.OMP_WAIT_POLICY ?? (process.env.GOMP_SPINCOUNT === undefined ? "passive" : "(GOMP_SPINCOUNT set)"),
+  },
   wallSeconds: round((Date.now() - started) / 1000),
   cells: results,
 };
@@ -154,12 +176,18 @@ async function runNode(model, prompt, { threads, maxTokens, seed, extra }) {
   }
 }
 
-function runCpp(path, prompt, { threads, maxTokens, seed, extra }) {
+// The C++ loop runs as one process per model (--serve): the model loads once, each request gets a
+// fresh context, as each Node run does. It gets the OpenMP wait policy the addon sets for itself
+// (lib/native/binding.ts: passive, unless the user chose one): with libgomp's default spinning
+// barriers a 2-thread decode on 2 busy cores runs 10-100x slower, which would measure the
+// machine's load, not the binding.
+async function startCpp(path, prompt) {
+  const env = { ...process.env };
+  if (env.OMP_WAIT_POLICY === undefined && env.GOMP_SPINCOUNT === undefined) env.OMP_WAIT_POLICY = "passive";
   const args = [
+    "--serve",
     "--model", path,
     "--prompt-tokens", prompt.join(","),
-    "--n-predict", String(maxTokens),
-    "--threads", String(threads),
     "--ctx", String(CONTEXT_SIZE),
     "--batch", String(BATCH_SIZE),
     "--temp", String(SAMPLING.temperature),
@@ -167,12 +195,32 @@ function runCpp(path, prompt, { threads, maxTokens, seed, extra }) {
     "--top-p", String(SAMPLING.topP),
     "--min-p", String(SAMPLING.minP),
     "--repeat-penalty", String(SAMPLING.repeatPenalty),
-    "--seed", String(seed),
-    ...extra,
   ];
-  const r = spawnSync(loopBin, args, { encoding: "utf8", maxBuffer: 64 << 20 });
-  if (r.status !== 0) fail(`llamapeg-bench-loop failed (${r.status ?? r.signal}): ${r.stderr}`);
-  const run = JSON.parse(r.stdout).runs[0];
+  const child = spawn(loopBin, args, { env, stdio: ["pipe", "pipe", "inherit"] });
+  const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
+  let exited = null;
+  child.on("exit", (code, signal) => (exited = code ?? signal));
+  const nextLine = async () => {
+    const { value, done } = await lines.next();
+    if (done) fail(`llamapeg-bench-loop exited (${exited})`);
+    return JSON.parse(value);
+  };
+  const hello = await nextLine();
+  if (!hello.ready) fail("llamapeg-bench-loop did not start");
+  return {
+    async request(args) {
+      child.stdin.write(args.join("\t") + "\n");
+      return nextLine();
+    },
+    close() {
+      child.stdin.end();
+    },
+  };
+}
+
+async function runCpp(server, { threads, maxTokens, seed, extra }) {
+  const reply = await server.request(["--n-predict", String(maxTokens), "--threads", String(threads), "--seed", String(seed), ...extra]);
+  const run = reply.runs[0];
   return {
     generated: run.generated,
     totalMs: round(run.totalMs),
