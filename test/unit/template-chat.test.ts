@@ -123,3 +123,16 @@ describe("chat rendering: errors", () => {
     expect(() => renderChatTemplate(ECHO, { messages: [{ role: "assistant", content: "", tool_calls: [bad] }] })).toThrow(/arguments as JSON/);
   });
 });
+
+describe("chat rendering: JSON arguments", () => {
+  it("keeps floats written as floats and the key order of the JSON text", () => {
+    const src =
+      "{% for m in messages %}{% for tc in m.tool_calls or [] %}" +
+      "{{ tc.function.arguments | tojson }}|{{ tc.function.arguments.r }}{% endfor %}{% endfor %}";
+    const args = '{"2": "two", "1": "one", "r": 1.0, "e": 1e-7, "n": [1, 2.5]}';
+    const out = renderChatTemplate(src, {
+      messages: [{ role: "assistant", content: "", tool_calls: [{ id: "x", type: "function", function: { name: "f", arguments: args } }] }],
+    });
+    expect(out).toBe('{"2": "two", "1": "one", "r": 1, "e": 1e-07, "n": [1, 2.5]}|1.0');
+  });
+});

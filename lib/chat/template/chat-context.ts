@@ -18,6 +18,7 @@
 import { LlamapegError } from "../../errors.js";
 import { type ChatMessage, concatContentParts, parseChatMessages } from "../messages.js";
 import { type TemplateCaps, preserveReasoningVars, templateCaps } from "./caps.js";
+import { parseJsonText } from "./json-text.js";
 import { patchTemplateSource } from "./source-patches.js";
 import { strftime } from "./strftime.js";
 
@@ -177,7 +178,7 @@ function parseArguments(messages: JsonObject[]): void {
       const fn = tc.function as JsonObject | undefined;
       if (fn && typeof fn.arguments === "string") {
         try {
-          fn.arguments = JSON.parse(fn.arguments);
+          fn.arguments = parseJsonText(fn.arguments);
         } catch (e) {
           invalid(`Failed to parse tool call arguments as JSON: ${(e as Error).message}`, "messages[].tool_calls[].function.arguments");
         }
@@ -210,7 +211,7 @@ function gemma4ToolResponses(messages: JsonObject[]): JsonObject[] {
       if ("content" in t) {
         if (typeof t.content === "string") {
           try {
-            response = JSON.parse(t.content);
+            response = parseJsonText(t.content);
           } catch {
             response = t.content;
           }

@@ -124,10 +124,17 @@ export function objHas(o: ValueOf<"object">, key: JValue): boolean {
 
 // ---- conversions -------------------------------------------------------------------------------
 
-/** JSON-compatible JS data -> values (global_from_json). */
+/** A number that was written as a float in JSON text (json-text.ts). */
+export class JsonFloat {
+  constructor(readonly value: number) {}
+}
+
+/** JSON-compatible JS data -> values (global_from_json); `Map`s are ordered objects. */
 export function fromJS(x: unknown): JValue {
   if (x === null) return none();
   if (x === undefined) return undef();
+  if (x instanceof JsonFloat) return float(x.value);
+  if (x instanceof Map) return obj([...x].map(([k, v]) => [str(String(k)), fromJS(v)]));
   switch (typeof x) {
     case "boolean":
       return bool(x);
