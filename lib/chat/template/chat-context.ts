@@ -91,7 +91,11 @@ export interface PreparedChatContext {
   source: string;
   caps: TemplateCaps;
   specialized: SpecializedKind | undefined;
-  /** The template variables, add_generation_prompt left out (see `withGenerationPrompt`). */
+  /**
+   * The template variables, add_generation_prompt left out (set it to true to get the generation
+   * prompt). Parsed arguments hold `Map`s and `JsonFloat`s (key order, float-ness): pass them to
+   * `renderTemplate` as they are; `structuredClone` would lose them.
+   */
   variables: JsonObject;
   /** Post-processing of every rendered text: BOS/EOS stripping where the model adds them. */
   finish(prompt: string): string;
