@@ -12,6 +12,9 @@ import { MAX_PERMUTE, TAG } from "../tags.js";
 /** A parser, or a string meaning that literal. */
 export type ChatPegInput = PegParser | string;
 
+/** An operand of `cat`/`alts`: a parser already built, a literal, or a parser to build when its turn comes. */
+export type LazyPegInput = ChatPegInput | (() => PegParser);
+
 export class ChatPegBuilder extends PegBuilder {
   /** A string becomes a literal; a parser is returned as is. */
   lit(p: ChatPegInput): PegParser {
@@ -21,6 +24,36 @@ export class ChatPegBuilder extends PegBuilder {
   /** Sequence where strings are literals.  S -> A B C */
   seq(...parts: ChatPegInput[]): PegParser {
     return this.sequence(parts.map((p) => this.lit(p)));
+  }
+
+  /**
+   * The C++ chain `a + b + c` node for node: GCC builds the operands right to left (c, then b, then
+   * a), then the sequences left to right, with a string operand's literal made by the operator.
+   * Use it where an arena must match the reference's exactly; the parse is the same as `seq`.
+   */
+  cat(...parts: LazyPegInput[]): PegParser {
+    return this.fold(parts, (a, b) => this.sequence([a, b]));
+  }
+
+  /** The C++ chain `a | b | c` node for node (see `cat`). */
+  alts(...parts: LazyPegInput[]): PegParser {
+    return this.fold(parts, (a, b) => this.choice([a, b]));
+  }
+
+  private fold(parts: LazyPegInput[], op: (a: PegParser, b: PegParser) => PegParser): PegParser {
+    const built: (PegParser | string)[] = new Array(parts.length);
+    for (let i = parts.length - 1; i >= 0; i--) {
+      const part = parts[i]!;
+      built[i] = typeof part === "function" ? part() : part;
+    }
+    let acc = built[0]!;
+    if (built.length === 1) return this.lit(acc);
+    for (let i = 1; i < built.length; i++) {
+      const left = typeof acc === "string" ? this.literal(acc) : acc;
+      const part = built[i]!;
+      acc = op(left, typeof part === "string" ? this.literal(part) : part);
+    }
+    return acc as PegParser;
   }
 
   /** Ordered choice where strings are literals.  S -> A | B | C */
@@ -113,11 +146,12 @@ export class ChatPegBuilder extends PegBuilder {
    *   S -> (P | tagName)*    tagName -> !marker . (!marker .)*
    */
   tagWithSafeContent(tagName: string, marker: string, p: ChatPegInput): PegParser {
+    const structured = this.lit(p);
     if (marker === "") {
-      return this.zeroOrMore(this.choice([this.lit(p), this.rule(tagName, this.content(this.any()))]));
+      return this.zeroOrMore(this.choice([structured, this.rule(tagName, this.content(this.any()))]));
     }
-    const chunk = this.rule(tagName, this.content(this.sequence([this.negate(this.literal(marker)), this.any(), this.until(marker)])));
-    return this.zeroOrMore(this.choice([this.lit(p), chunk]));
+    const chunk = this.rule(tagName, this.content(this.cat(() => this.negate(this.literal(marker)), () => this.any(), () => this.until(marker))));
+    return this.zeroOrMore(this.choice([structured, chunk]));
   }
 
   /**

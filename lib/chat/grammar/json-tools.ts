@@ -8,6 +8,8 @@
  *
  * One rule per tool (`tool-<name>`) whose name is a literal; the arguments are `json()` wrapped in
  * the tool's JSON Schema (`tool-<name>-schema`), which constrains the exported grammar.
+ * Nodes are created in the reference's order (`cat` = C++ `+` as GCC evaluates it), so the arena is
+ * node-for-node the reference's.
  */
 import type { PegParser } from "../../peg/builder.js";
 import { toolFunctions, toolParameters, type ChatTool } from "../tools.js";
@@ -45,89 +47,119 @@ function splitKey(key: string): [prefix: string, field: string] {
   return dot < 0 ? ["", key] : [key.slice(0, dot), key.slice(dot + 1)];
 }
 
-/** `"key": "<id>"` or, with `numbers`, `"key": 123`. */
-function idField(p: ChatPegBuilder, key: string, numbers: boolean): PegParser {
-  const quoted = p.seq('"', p.toolId(p.stringContent('"')), '"');
-  return p.atomic(p.seq(`"${key}"`, p.space(), ":", p.space(), numbers ? p.alt(quoted, p.toolId(p.jsonNumber())) : quoted));
+/** Operand helpers: a literal / space built when `cat` reaches it. */
+function ops(p: ChatPegBuilder) {
+  return {
+    L: (s: string) => () => p.literal(s),
+    S: () => p.space(),
+    /** `"\"" + tool_id(string_content('"')) + "\""` as three operands of a chain. */
+    quotedId: () => [() => p.literal('"'), () => p.toolId(p.stringContent('"')), () => p.literal('"')] as const,
+    /** `choice({ "\"" + tool_id(string_content) + "\"", tool_id(json_number()) })` */
+    idChoice: () => p.choice([p.cat(() => p.literal('"'), () => p.toolId(p.stringContent('"')), () => p.literal('"')), p.toolId(p.jsonNumber())]),
+    schemaArgs: (name: string, params: unknown) => () => p.toolArgs(p.schema(p.json(), `tool-${name}-schema`, params)),
+  };
 }
 
 function functionIsKey(p: ChatPegBuilder, o: JsonToolsOptions, effectiveArgsKey: string): PegParser {
-  let choices = p.choice([]);
+  const { L, S, quotedId, idChoice, schemaArgs } = ops(p);
+  let choices = p.choice();
   for (const fn of toolFunctions(o.tools)) {
     const params = toolParameters(fn);
     const inner: PegParser[] = [];
-    if (o.callIdKey) inner.push(p.optional(p.seq(idField(p, o.callIdKey, false), p.space(), p.optional(p.seq(",", p.space())))));
-    if (o.genCallIdKey) inner.push(p.optional(p.seq(idField(p, o.genCallIdKey, true), p.space(), p.optional(p.seq(",", p.space())))));
-    const args = p.toolArgs(p.schema(p.json(), `tool-${fn.name}-schema`, params));
-    inner.push(o.argsKey ? p.seq(`"${effectiveArgsKey}"`, p.space(), ":", p.space(), args) : args);
-    let object: PegParser;
+    const comma = () => p.optional(p.cat(L(","), S));
+    if (o.callIdKey) {
+      const id = p.atomic(p.cat(L(`"${o.callIdKey}"`), S, L(":"), S, ...quotedId()));
+      inner.push(p.optional(p.cat(id, S, comma)));
+    }
+    if (o.genCallIdKey) {
+      const gen = p.atomic(p.cat(L(`"${o.genCallIdKey}"`), S, L(":"), S, idChoice));
+      inner.push(p.optional(p.cat(gen, S, comma)));
+    }
+    let args = p.eps();
+    args = o.argsKey ? p.cat(L(`"${effectiveArgsKey}"`), S, L(":"), S, schemaArgs(fn.name, params)) : schemaArgs(fn.name, params)();
+    inner.push(args);
+    let object = p.eps();
     if (!o.argsKey && inner.length === 1) {
       object = inner[0]!;
     } else {
-      object = p.seq("{", p.space());
+      object = p.cat(L("{"), S);
       inner.forEach((f, i) => {
-        object = object.then(f);
-        if (i < inner.length - 1) object = object.then(p.space());
+        object = p.cat(object, f);
+        if (i < inner.length - 1) object = p.cat(object, S);
       });
-      object = p.seq(object, p.space(), "}");
+      object = p.cat(object, S, L("}"));
     }
-    const tool = p.tool(p.seq(p.toolOpen("{"), p.space(), '"', p.toolName(fn.name), '"', p.space(), ":", p.space(), object, p.space(), p.toolClose("}")));
+    const tool = p.tool(
+      p.cat(() => p.toolOpen(p.literal("{")), S, L('"'), () => p.toolName(p.literal(fn.name)), L('"'), S, L(":"), S, object, S, () => p.toolClose(p.literal("}"))),
+    );
     choices = choices.or(p.rule(`tool-${fn.name}`, tool));
   }
   return choices;
 }
 
 function nestedKeys(p: ChatPegBuilder, o: JsonToolsOptions, nameKey: string, argsKey: string): PegParser {
+  const { L, S, quotedId, idChoice, schemaArgs } = ops(p);
+  let choices = p.choice();
   const [namePrefix, nameField] = splitKey(nameKey);
   const [argsPrefix, argsField] = splitKey(argsKey);
   const prefix = namePrefix !== "" ? namePrefix : argsPrefix;
   const nestedName = namePrefix !== "" ? nameField : nameKey;
   const nestedArgs = argsPrefix !== "" ? argsField : argsKey;
-  let choices = p.choice([]);
   for (const fn of toolFunctions(o.tools)) {
     const params = toolParameters(fn);
-    const name = p.seq(`"${nestedName}"`, p.space(), ":", p.space(), p.atomic(p.seq('"', p.toolName(fn.name), '"')));
-    const args = p.seq(`"${nestedArgs}"`, p.space(), ":", p.space(), p.toolArgs(p.schema(p.json(), `tool-${fn.name}-schema`, params)));
-    const object = p.seq("{", p.space(), name, p.space(), ",", p.space(), args, p.space(), "}");
-    let body = p.seq(p.toolOpen("{"), p.space());
+    const name = p.cat(L(`"${nestedName}"`), S, L(":"), S, () => p.atomic(p.cat(L('"'), () => p.toolName(p.literal(fn.name)), L('"'))));
+    const args = p.cat(L(`"${nestedArgs}"`), S, L(":"), S, schemaArgs(fn.name, params));
+    const object = p.cat(L("{"), S, name, S, L(","), S, args, S, L("}"));
+    let body = p.cat(() => p.toolOpen(p.literal("{")), S);
     if (o.callIdKey && splitKey(o.callIdKey)[0] === "") {
-      body = body.then(p.optional(p.seq(idField(p, o.callIdKey, false), p.space(), ",", p.space())));
+      const id = p.atomic(p.cat(L(`"${o.callIdKey}"`), S, L(":"), S, ...quotedId()));
+      body = p.cat(body, () => p.optional(p.cat(id, S, L(","), S)));
     }
     if (o.genCallIdKey && splitKey(o.genCallIdKey)[0] === "") {
-      body = body.then(p.optional(p.seq(idField(p, o.genCallIdKey, true), p.space(), ",", p.space())));
+      const gen = p.atomic(p.cat(L(`"${o.genCallIdKey}"`), S, L(":"), S, idChoice));
+      body = p.cat(body, () => p.optional(p.cat(gen, S, L(","), S)));
     }
-    body = p.seq(body, `"${prefix}"`, p.space(), ":", p.space(), object, p.space(), p.toolClose("}"));
+    const field = p.cat(L(`"${prefix}"`), S, L(":"), S, object);
+    body = p.cat(body, field, S, () => p.toolClose(p.literal("}")));
     choices = choices.or(p.rule(`tool-${fn.name}`, p.tool(body)));
   }
   return choices;
 }
 
 function flatKeys(p: ChatPegBuilder, o: JsonToolsOptions, nameKey: string, argsKey: string): PegParser {
+  const { L, S, idChoice, schemaArgs } = ops(p);
   const order = o.parametersOrder ?? [];
   const rank = (key: string) => {
     const i = order.indexOf(key);
     return i < 0 ? order.length : i;
   };
-  let choices = p.choice([]);
+  let choices = p.choice();
+  const nameKeyParser = p.literal(`"${nameKey}"`);
+  const argsKeyParser = p.literal(`"${argsKey}"`);
   for (const fn of toolFunctions(o.tools)) {
     const params = toolParameters(fn);
-    const name = p.seq(`"${nameKey}"`, p.space(), ":", p.space(), p.atomic(p.seq('"', p.toolName(fn.name), '"')));
-    const args = p.seq(`"${argsKey}"`, p.space(), ":", p.space(), p.toolArgs(p.schema(p.json(), `tool-${fn.name}-schema`, params)));
+    const name = p.cat(nameKeyParser, S, L(":"), S, () => p.atomic(p.cat(L('"'), () => p.toolName(p.literal(fn.name)), L('"'))));
+    const args = p.cat(argsKeyParser, S, L(":"), S, schemaArgs(fn.name, params));
+    let id = p.eps();
+    if (o.callIdKey) id = p.atomic(p.cat(L(`"${o.callIdKey}"`), S, L(":"), S, idChoice));
+    let gen = p.eps();
+    if (o.genCallIdKey) gen = p.atomic(p.cat(L(`"${o.genCallIdKey}"`), S, L(":"), S, idChoice));
     const fields: [PegParser, string][] = [
       [name, nameKey],
       [args, argsKey],
     ];
-    if (o.callIdKey) fields.push([p.optional(idField(p, o.callIdKey, true)), o.callIdKey]);
-    if (o.genCallIdKey) fields.push([p.optional(idField(p, o.genCallIdKey, true)), o.genCallIdKey]);
-    // Stable sort, like std::sort on these few distinct ranks.
+    if (o.callIdKey) fields.push([p.optional(id), o.callIdKey]);
+    if (o.genCallIdKey) fields.push([p.optional(gen), o.genCallIdKey]);
+    // Stable sort, like std::sort (insertion sort) on these few fields.
     fields.sort((a, b) => rank(a[1]) - rank(b[1]));
-    const typeField = o.acceptOpenaiWrapper ? p.optional(p.seq('"type"', p.space(), ":", p.space(), '"function"', p.space(), ",", p.space())) : p.eps();
-    let body = p.seq(p.toolOpen("{"), p.space(), typeField);
+    let typeField = p.eps();
+    if (o.acceptOpenaiWrapper) typeField = p.optional(p.cat(L('"type"'), S, L(":"), S, L('"function"'), S, L(","), S));
+    let body = p.cat(() => p.toolOpen(p.literal("{")), S, typeField);
     fields.forEach(([f], i) => {
-      body = body.then(f);
-      if (i < fields.length - 1) body = p.seq(body, p.space(), ",", p.space());
+      body = p.cat(body, f);
+      if (i < fields.length - 1) body = p.cat(body, S, L(","), S);
     });
-    body = p.seq(body, p.space(), p.toolClose("}"));
+    body = p.cat(body, S, () => p.toolClose(p.literal("}")));
     choices = choices.or(p.rule(`tool-${fn.name}`, p.tool(body)));
   }
   return choices;
@@ -139,15 +171,16 @@ function flatKeys(p: ChatPegBuilder, o: JsonToolsOptions, nameKey: string, argsK
  */
 export function standardJsonTools(p: ChatPegBuilder, o: JsonToolsOptions): PegParser {
   if (toolFunctions(o.tools).length === 0) return p.eps();
+  const { L, S } = ops(p);
   const nameKey = o.nameKey || "name";
   const argsKey = o.argsKey || "arguments";
-  let calls: PegParser;
+  let calls = p.eps();
   if (o.functionIsKey) calls = functionIsKey(p, o, argsKey);
   else if (splitKey(nameKey)[0] !== "" || splitKey(argsKey)[0] !== "") calls = nestedKeys(p, o, nameKey, argsKey);
   else calls = flatKeys(p, o, nameKey, argsKey);
-  let section = calls;
-  if (o.parallel) section = section.then(p.zeroOrMore(p.seq(p.space(), ",", p.space(), calls)));
-  if (o.arrayWrapped) section = p.seq("[", p.space(), section, p.space(), "]");
-  const rule = p.triggerRule("tool-call", p.seq(o.sectionStart, p.space(), section, p.space(), o.sectionEnd));
-  return o.force ? rule : p.optional(rule);
+  const choices = calls;
+  if (o.parallel) calls = p.cat(calls, () => p.zeroOrMore(p.cat(S, L(","), S, choices)));
+  if (o.arrayWrapped) calls = p.cat(L("["), S, calls, S, L("]"));
+  const section = p.triggerRule("tool-call", p.cat(L(o.sectionStart), S, calls, S, L(o.sectionEnd)));
+  return o.force ? section : p.optional(section);
 }

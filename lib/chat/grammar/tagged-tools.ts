@@ -42,27 +42,43 @@ export function standardConstructedTools(p: ChatPegBuilder, o: ConstructedToolsO
   const keySuffix = m.parameterKeySuffix ?? ">";
   const paramCloser = m.parameterCloser ?? "</param>";
 
-  let choices = p.choice([]);
+  // Nodes in the reference's order (`cat` = C++ `+` as GCC evaluates it).
+  const L = (t: string) => () => p.literal(t);
+  const S = () => p.space();
+  let choices = p.choice();
   for (const fn of fns) {
     let args = p.eps();
     const props = toolProperties(fn);
     if (props.length > 0) {
-      let argChoice = p.choice([]);
+      let argChoice = p.choice();
       for (const [prop] of props) {
-        const argName = p.alt(prop, `"${prop}"`, `'${prop}'`);
+        const argName = p.choice([p.literal(prop), p.literal(`"${prop}"`), p.literal(`'${prop}'`)]);
         const arg = p.toolArg(
-          p.seq(p.toolArgOpen(keyPrefix), p.toolArgName(argName), keySuffix, p.toolArgValue(p.until(paramCloser)), p.toolArgClose(paramCloser)),
+          p.cat(
+            () => p.toolArgOpen(p.literal(keyPrefix)),
+            () => p.toolArgName(argName),
+            L(keySuffix),
+            () => p.toolArgValue(p.until(paramCloser)),
+            () => p.toolArgClose(p.literal(paramCloser)),
+          ),
         );
         argChoice = argChoice.or(arg);
       }
-      args = p.zeroOrMore(argChoice.then(p.space()));
+      args = p.zeroOrMore(p.cat(argChoice, S));
     }
     const tool = p.tool(
-      p.seq(p.toolOpen(p.seq(opener, p.toolName(fn.name), nameSuffix)), p.space(), p.toolArgs(args), p.space(), p.toolClose(closer)),
+      p.cat(
+        () => p.toolOpen(p.cat(L(opener), () => p.toolName(p.literal(fn.name)), L(nameSuffix))),
+        S,
+        () => p.toolArgs(args),
+        S,
+        () => p.toolClose(p.literal(closer)),
+      ),
     );
     choices = choices.or(p.rule(`tool-${fn.name}`, tool));
   }
-  const body = o.parallel ? p.oneOrMore(choices.then(p.space())) : p.seq(choices, p.space());
-  const section = p.triggerRule("tool-call", p.seq(sectionStart, p.space(), body, sectionEnd));
+  const section = o.parallel
+    ? p.triggerRule("tool-call", p.cat(L(sectionStart), S, () => p.oneOrMore(p.cat(choices, S)), L(sectionEnd)))
+    : p.triggerRule("tool-call", p.cat(L(sectionStart), S, choices, S, L(sectionEnd)));
   return o.force ? section : p.optional(section);
 }
