@@ -114,6 +114,23 @@ describe("reference harness: JSON schema", () => {
     expect(r.gbnf).toMatch(/^root ::= /m);
   });
 
+  it("loads GBNF with llama.cpp's grammar parser and matches strings with it", async () => {
+    const r = await h.call("grammar.check", { gbnf: 'root ::= "a" [b-c]+', inputs: ["abc", "a", "ax"] });
+    expect(r.valid).toBe(true);
+    expect(r.results).toEqual([
+      { accepted: true, complete: true, consumed: 3 },
+      { accepted: true, complete: false, consumed: 1 },
+      { accepted: false, complete: false, consumed: 1 },
+    ]);
+    const bad = await h.call("grammar.check", { gbnf: "root ::= (" });
+    expect(bad.valid).toBe(false);
+    expect(bad.error).toMatch(/pars/);
+    // the reference's own JSON-schema grammar loads and accepts a matching value
+    const { gbnf } = await h.call("json_schema.to_grammar", { schema: { type: "integer" } });
+    const ok = await h.call("grammar.check", { gbnf, inputs: ["-42", "4.5"] });
+    expect(ok.results.map((x: { complete: boolean }) => x.complete)).toEqual([true, false]);
+  });
+
   it("probes whether a schema resolves to a string", async () => {
     const yes = await h.call("json_schema.info", { schema: { anyOf: [{ type: "integer" }, { type: "string" }] } });
     const no = await h.call("json_schema.info", { schema: { type: "integer" } });

@@ -77,6 +77,7 @@ int main() {
     register_jinja_commands();
     register_analysis_commands();
     register_stream_commands();
+    register_gbnf_commands();
 
     harness_commands()["ping"] = [](const common_json &) {
         return common_json{ { "pong", true } };

@@ -10,49 +10,8 @@
 #include <optional>
 #include <string>
 
-#include <unistd.h>
 
 namespace {
-
-// The reference prints its DEBUG parse trace with fprintf(stderr); capture it for the answer.
-class stderr_capture {
-  public:
-    stderr_capture() {
-        fflush(stderr);
-        file = tmpfile();
-        saved = dup(STDERR_FILENO);
-        if (file && saved >= 0) {
-            dup2(fileno(file), STDERR_FILENO);
-        }
-    }
-
-    std::string finish() {
-        fflush(stderr);
-        std::string text;
-        if (saved >= 0) {
-            dup2(saved, STDERR_FILENO);
-            close(saved);
-            saved = -1;
-        }
-        if (file) {
-            rewind(file);
-            char buf[4096];
-            size_t n;
-            while ((n = fread(buf, 1, sizeof(buf), file)) > 0) {
-                text.append(buf, n);
-            }
-            fclose(file);
-            file = nullptr;
-        }
-        return text;
-    }
-
-    ~stderr_capture() { finish(); }
-
-  private:
-    FILE * file = nullptr;
-    int saved = -1;
-};
 
 std::string gbnf_of(const common_peg_arena & arena, const common_json & req) {
     const bool lazy = req_bool_or(req, "lazy", false);

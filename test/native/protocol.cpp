@@ -2,6 +2,8 @@
 
 #include "base64.hpp"
 
+#include <unistd.h>
+
 std::map<std::string, harness_command> & harness_commands() {
     static std::map<std::string, harness_command> commands;
     return commands;
@@ -126,4 +128,38 @@ void put_bytes(common_json & obj, const std::string & key, const std::string & b
 
 std::string describe_exception(const std::exception & e) {
     return e.what();
+}
+
+stderr_capture::stderr_capture() {
+    fflush(stderr);
+    file  = tmpfile();
+    saved = file ? dup(STDERR_FILENO) : -1;
+    if (saved >= 0) {
+        dup2(fileno(file), STDERR_FILENO);
+    }
+}
+
+stderr_capture::~stderr_capture() {
+    finish();
+}
+
+std::string stderr_capture::finish() {
+    fflush(stderr);
+    std::string text;
+    if (saved >= 0) {
+        dup2(saved, STDERR_FILENO);
+        close(saved);
+        saved = -1;
+    }
+    if (file) {
+        rewind(file);
+        char   buf[4096];
+        size_t n;
+        while ((n = fread(buf, 1, sizeof(buf), file)) > 0) {
+            text.append(buf, n);
+        }
+        fclose(file);
+        file = nullptr;
+    }
+    return text;
 }

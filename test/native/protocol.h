@@ -5,6 +5,7 @@
 
 #include "json.h"
 
+#include <cstdio>
 #include <functional>
 #include <map>
 #include <stdexcept>
@@ -26,6 +27,7 @@ void register_chat_commands();
 void register_jinja_commands();
 void register_analysis_commands();
 void register_stream_commands();
+void register_gbnf_commands();
 
 // --- request access ---------------------------------------------------------------------------
 
@@ -49,6 +51,22 @@ std::string base64_decode(const std::string & text);
 // Puts `bytes` into obj[key] when it is valid UTF-8; otherwise puts a U+FFFD-sanitized copy there
 // and the exact bytes, base64, into obj[key + "_b64"].
 void put_bytes(common_json & obj, const std::string & key, const std::string & bytes);
+
+// Captures what the reference writes to stderr (fd 2) while it lives: its debug traces and
+// grammar parse errors, which it prints instead of returning.
+class stderr_capture {
+  public:
+    stderr_capture();
+    ~stderr_capture();
+    stderr_capture(const stderr_capture &) = delete;
+    stderr_capture & operator=(const stderr_capture &) = delete;
+    // restores stderr and returns what was written; later calls return ""
+    std::string finish();
+
+  private:
+    FILE * file  = nullptr;
+    int    saved = -1;
+};
 
 // Lets the command files share one shape for "what went wrong": std::exception::what()
 std::string describe_exception(const std::exception & e);
