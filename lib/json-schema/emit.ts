@@ -215,6 +215,9 @@ export class Emitter {
       if (keys.length > 0) out.push(` | [^"${rejects(keys)}] ${char}*`);
     };
     walk(root);
+    // only "" declared: any non-empty key (the reference writes an empty group here, which
+    // accepts "" and nothing else)
+    if (root.children.size === 0) out.push(`${char}+`);
     out.push(" )");
     if (!root.end) out.push("?");
     out.push(' ["]');
