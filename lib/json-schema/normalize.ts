@@ -164,8 +164,11 @@ export class Normalizer {
     if (typeof v !== "number" || !Number.isInteger(v) || v < 0) {
       this.report.invalid(`${key} must be a non-negative integer, got ${jsonDump(v)}`, pointerJoin(where, key));
     }
-    // the reference keeps these in a C int; beyond that treat as unbounded
-    return v > 2147483646 ? Infinity : v;
+    // the reference keeps these in a C int, with INT_MAX meaning "no maximum"
+    if (v < 2147483647) return v;
+    if (key.startsWith("max")) return Infinity;
+    this.report.unsupported(key, `${key} ${v} is too large`, pointerJoin(where, key));
+    return 0;
   }
 
   /**
