@@ -31,7 +31,15 @@ export class Emitter {
 
   /** Normalize `schema` and add its rules; `name` "" means the root. Returns the rule name. */
   addSchema(name: string, schema: unknown): string {
-    return this.visit(this.normalizer.normalize(schema, "#"), name);
+    try {
+      return this.visit(this.normalizer.normalize(schema, "#"), name);
+    } catch (err) {
+      // normalizing and emitting recurse with the schema's depth
+      if (err instanceof RangeError) {
+        throw new LlamapegError("ERR_SCHEMA_UNSUPPORTED", "the schema is nested too deeply to compile", { where: "#", cause: err });
+      }
+      throw err;
+    }
   }
 
   visit(node: SchemaNode, name: string): string {

@@ -48,3 +48,24 @@ describe("bad input never crashes the compiler", () => {
     );
   });
 });
+
+describe("deep nesting", () => {
+  it("a schema nested far too deeply is an error, not a stack overflow", () => {
+    let schema: unknown = { type: "string" };
+    for (let i = 0; i < 100_000; i++) schema = { type: "array", items: schema };
+    let err: unknown;
+    try {
+      compileJsonSchema(schema);
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(LlamapegError);
+    expect((err as LlamapegError).code).toBe("ERR_SCHEMA_UNSUPPORTED");
+  });
+
+  it("ordinary depth compiles", () => {
+    let schema: unknown = { type: "string" };
+    for (let i = 0; i < 200; i++) schema = { type: "array", items: schema };
+    expect(compileJsonSchema(schema).gbnf).toContain("root ::= ");
+  });
+});
