@@ -59,7 +59,7 @@ static common_json handle_line(const std::string & line) {
         common_json result = it->second(req);
         return common_json{ { "id", id }, { "ok", true }, { "result", result } };
     } catch (const std::exception & e) {
-        return common_json{ { "id", id }, { "ok", false }, { "error", describe_exception(e) } };
+        return common_json{ { "id", id }, { "ok", false }, { "error", e.what() } };
     } catch (...) {
         return common_json{ { "id", id }, { "ok", false }, { "error", "unknown C++ exception" } };
     }

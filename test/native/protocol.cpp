@@ -126,10 +126,6 @@ void put_bytes(common_json & obj, const std::string & key, const std::string & b
     obj[key + "_b64"] = base64_encode(bytes);
 }
 
-std::string describe_exception(const std::exception & e) {
-    return e.what();
-}
-
 stderr_capture::stderr_capture() {
     fflush(stderr);
     file  = tmpfile();

@@ -67,6 +67,3 @@ class stderr_capture {
     FILE * file  = nullptr;
     int    saved = -1;
 };
-
-// Lets the command files share one shape for "what went wrong": std::exception::what()
-std::string describe_exception(const std::exception & e);
