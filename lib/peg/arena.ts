@@ -8,7 +8,7 @@ import { type GrammarBuilder, buildGrammar } from "../json-schema/index.js";
 import { dumpNode } from "./dump.js";
 import { buildArenaGrammar } from "./gbnf.js";
 import { type PegNode, type PegNodeId, INVALID_NODE_ID } from "./nodes.js";
-import { CompiledParser, type PegParseOptions, type PegParseResult } from "./parse.js";
+import { CompiledParser, IncrementalSession, type PegParseOptions, type PegParseResult } from "./parse.js";
 import { type PegArenaJson, arenaFromJson, arenaToJson } from "./serialize.js";
 
 export class PegArena {
@@ -71,6 +71,16 @@ export class PegArena {
     return this.compiled.parse(id, input, options);
   }
 
+  /**
+   * A parser for a growing input (streaming model output). Each `parse(bytesSoFar, options)` gives
+   * exactly what `arena.parse` gives, but when the input extends the previous one (same bytes in
+   * front, same options) it reuses every memoized rule result that did not depend on where the old
+   * input ended, so a completed tool call or JSON member is not parsed again.
+   */
+  streamParser(): PegStreamParser {
+    return new PegStreamParser(this, () => (this.compiled ??= new CompiledParser(this.nodes, this.rules)));
+  }
+
   /** Writes this arena's rules into a grammar builder (the reference's `build_grammar(builder, lazy)`). */
   buildGrammar(builder: GrammarBuilder, lazy = false): void {
     buildArenaGrammar(this, builder, lazy);
@@ -95,5 +105,29 @@ export class PegArena {
   /** One-line description of the subtree at `id` (default: the root), as the reference's `dump()`. */
   dump(id: PegNodeId = this.root): string {
     return dumpNode(this.nodes, id);
+  }
+}
+
+/** See `PegArena.streamParser()`. */
+export class PegStreamParser {
+  private readonly session = new IncrementalSession();
+  private readonly arena: PegArena;
+  private readonly compiled: () => CompiledParser;
+
+  /** @internal */
+  constructor(arena: PegArena, compiled: () => CompiledParser) {
+    this.arena = arena;
+    this.compiled = compiled;
+  }
+
+  /** Parses the input so far; `options` as for `PegArena.parse` (normally `{partial: true}`). */
+  parse(input: string | Uint8Array, options: PegParseOptions = {}): PegParseResult {
+    if (this.arena.root === INVALID_NODE_ID) throw new LlamapegError("ERR_PEG_INVALID", "no root parser set", { where: "root" });
+    return this.compiled().parseIncremental(this.session, this.arena.root, input, options);
+  }
+
+  /** Forgets the previous input (the next parse starts from scratch). */
+  reset(): void {
+    this.session.input = undefined;
   }
 }

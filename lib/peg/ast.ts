@@ -71,21 +71,24 @@ export class PegAst {
   readonly roots: readonly PegAstId[];
   /** @internal */ readonly input: Uint8Array;
   private readonly buf: AstBuffers;
+  /** nodes that existed when this parse ended (a streaming session keeps adding to the buffers) */
+  private readonly count: number;
 
   /** @internal */
   constructor(input: Uint8Array, roots: PegAstId[], buf: AstBuffers) {
     this.input = input;
     this.roots = roots;
     this.buf = buf;
+    this.count = buf.size;
   }
 
   /** Number of nodes created during the parse (including ones on abandoned branches). */
   get size(): number {
-    return this.buf.size;
+    return this.count;
   }
 
   private check(id: PegAstId): void {
-    if (!(id >= 0 && id < this.buf.size)) throw new RangeError(`no AST node ${id}`);
+    if (!(id >= 0 && id < this.count)) throw new RangeError(`no AST node ${id}`);
   }
 
   rule(id: PegAstId): string {

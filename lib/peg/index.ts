@@ -1,5 +1,5 @@
 /** The PEG engine: arena, builder, parse, GBNF export, JSON (de)serialization. */
-export { PegArena } from "./arena.js";
+export { PegArena, PegStreamParser } from "./arena.js";
 export { PegBuilder, PegParser, buildPegParser, pegBuilder } from "./builder.js";
 export { PegAst, type PegAstId, type PegAstNode, type PegAstNodeJson } from "./ast.js";
 export { type PegParseOptions, type PegParseResult, type PegParseType } from "./parse.js";

@@ -14,7 +14,7 @@ import { dumpNode } from "./dump.js";
 import { type PegNode, type PegNodeId, assertNeverNode } from "./nodes.js";
 import { type FirstSet, firstBytes } from "./first.js";
 import { MemoTable } from "./memo.js";
-import { CodepointTrie, TRIE_NO_MATCH } from "./trie.js";
+import { CodepointTrie, TRIE_NO_MATCH, TRIE_PARTIAL_MATCH } from "./trie.js";
 import { UTF8_INCOMPLETE, UTF8_INVALID, decodeUtf8At, isCSpace, utf8Encode } from "./utf8.js";
 
 export const FAIL = 0;
@@ -60,6 +60,12 @@ class ParseState {
   readonly lenient: boolean;
   /** end offset of the last result */
   end = 0;
+  /**
+   * Set whenever a parser observes the end of the input (a check `pos >= len` that came out true, a
+   * cut UTF-8 character, a delimiter prefix at the end). Results computed without it depend only on
+   * bytes before the end, so they hold for any longer input with the same prefix.
+   */
+  eof = false;
   /** AST ids produced by the parsers on the current path, `stack[0..sp)`; backtracking lowers `sp` */
   stack: Int32Array;
   sp = 0;
@@ -72,14 +78,14 @@ class ParseState {
   depth = 0;
   readonly trace: ((line: string) => void) | undefined;
 
-  constructor(input: Uint8Array, lenient: boolean, trace: ((line: string) => void) | undefined, scratch: Scratch) {
+  constructor(input: Uint8Array, lenient: boolean, trace: ((line: string) => void) | undefined, scratch: Scratch, ast: AstBuffers) {
     this.input = input;
     this.len = input.length;
     this.lenient = lenient;
     this.trace = trace;
     this.memo = scratch.memo;
     this.stack = scratch.stack;
-    this.ast = new AstBuffers();
+    this.ast = ast;
   }
 
   push(id: PegAstId): void {
@@ -109,24 +115,67 @@ export class CompiledParser {
   private readonly nodes: readonly PegNode[];
   private readonly scratchPool: Scratch[] = [];
 
+  private readonly rules: ReadonlyMap<string, PegNodeId>;
+
   constructor(nodes: readonly PegNode[], rules: ReadonlyMap<string, PegNodeId>) {
     this.nodes = nodes;
-    this.fns = compileAll(nodes, rules);
+    this.rules = rules;
+    this.fns = compileAll(nodes, rules, false);
   }
 
   parse(root: PegNodeId, input: string | Uint8Array, options: PegParseOptions = {}): PegParseResult {
+    // The memo table and stack are reused by the next parse (the memo is cleared in O(1)); a parse
+    // started from inside another (a debug callback) gets its own.
+    const scratch = this.scratchPool.pop() ?? new Scratch();
+    scratch.memo.reset();
+    try {
+      return this.run(root, input, options, scratch, new AstBuffers());
+    } finally {
+      this.scratchPool.push(scratch);
+    }
+  }
+
+  /**
+   * Parses `input` as the continuation of the session's previous input: when it starts with the same
+   * bytes (and the same mode), memoized rule results that never looked at the old end are reused
+   * and the AST keeps growing in the same buffers. Otherwise the session starts over.
+   */
+  parseIncremental(session: IncrementalSession, root: PegNodeId, input: string | Uint8Array, options: PegParseOptions = {}): PegParseResult {
+    const bytes = typeof input === "string" ? utf8Encode(input) : input;
+    const partial = options.partial === true;
+    const prev = session.input;
+    const continues =
+      prev !== undefined &&
+      session.partial === partial &&
+      session.root === root &&
+      (options.start ?? 0) === session.start &&
+      bytes.length >= prev.length &&
+      Buffer.compare(bytes.subarray(0, prev.length), prev) === 0 &&
+      // nodes of abandoned parses pile up in the shared buffers; start over once they dominate
+      session.ast.size <= 4 * (bytes.length + 256);
+    if (continues) {
+      session.scratch.memo.nextParse();
+    } else {
+      session.scratch.memo.reset();
+      session.ast = new AstBuffers();
+    }
+    const result = this.run(root, bytes, options, session.scratch, session.ast);
+    session.input = bytes.slice();
+    session.partial = partial;
+    session.root = root;
+    session.start = options.start ?? 0;
+    return result;
+  }
+
+  private run(root: PegNodeId, input: string | Uint8Array, options: PegParseOptions, scratch: Scratch, ast: AstBuffers): PegParseResult {
     const bytes = typeof input === "string" ? utf8Encode(input) : input;
     const start = options.start ?? 0;
     if (!Number.isInteger(start) || start < 0 || start > bytes.length) {
       throw new LlamapegError("ERR_INVALID_ARGUMENT", `parse start ${start} is outside the input (0..${bytes.length})`, { where: "options.start" });
     }
     const trace = options.debug === true ? (line: string) => process.stderr.write(line + "\n") : options.debug || undefined;
-    const fns = trace ? (this.tracedFns ??= traceAll(this.fns, this.nodes)) : this.fns;
-    // The memo table and stack are reused by the next parse (the memo is cleared in O(1)); a parse
-    // started from inside another (a debug callback) gets its own.
-    const scratch = this.scratchPool.pop() ?? new Scratch();
-    scratch.memo.reset();
-    const s = new ParseState(bytes, options.partial === true, trace, scratch);
+    const fns = trace ? (this.tracedFns ??= compileAll(this.nodes, this.rules, true)) : this.fns;
+    const s = new ParseState(bytes, options.partial === true, trace, scratch, ast);
     let status: Status;
     try {
       status = fns[root]!(s, start);
@@ -138,13 +187,25 @@ export class CompiledParser {
     }
     const roots = Array.from(s.stack.subarray(0, s.sp));
     scratch.stack = s.stack;
-    this.scratchPool.push(scratch);
-    const ast = new PegAst(bytes, roots, s.ast);
-    return { type: TYPE_NAMES[status]!, start, end: s.end, ast };
+    return { type: TYPE_NAMES[status]!, start, end: s.end, ast: new PegAst(bytes, roots, s.ast) };
   }
 }
 
-function compileAll(nodes: readonly PegNode[], rules: ReadonlyMap<string, PegNodeId>): ParseFn[] {
+/** State kept between the parses of a growing input (see `PegArena.streamParser`). */
+export class IncrementalSession {
+  readonly scratch = new Scratch();
+  ast = new AstBuffers();
+  input: Uint8Array | undefined;
+  partial = false;
+  root = -1;
+  start = 0;
+}
+
+/**
+ * Compiles every node. With `traced`, every closure is wrapped to report its calls, and the closures
+ * call each other through the wrapped array, so the trace covers every call, not just the root.
+ */
+function compileAll(nodes: readonly PegNode[], rules: ReadonlyMap<string, PegNodeId>, traced: boolean): ParseFn[] {
   const fns: ParseFn[] = new Array<ParseFn>(nodes.length);
   let ruleCount = 0;
   const ruleIndex = new Map<PegNodeId, number>();
@@ -153,21 +214,23 @@ function compileAll(nodes: readonly PegNode[], rules: ReadonlyMap<string, PegNod
   });
   const first = firstBytes(nodes, rules);
   for (let id = 0; id < nodes.length; id++) {
-    fns[id] = compileNode(nodes[id]!, id, fns, rules, ruleIndex.get(id) ?? 0, first);
+    const fn = compileNode(nodes[id]!, id, fns, rules, ruleIndex.get(id) ?? 0, first);
+    fns[id] = traced ? traceFn(fn, nodes, id) : fn;
   }
   return fns;
 }
 
-function traceAll(fns: readonly ParseFn[], nodes: readonly PegNode[]): ParseFn[] {
-  return fns.map((fn, id) => (s: ParseState, pos: number): Status => {
+function traceFn(fn: ParseFn, nodes: readonly PegNode[], id: PegNodeId): ParseFn {
+  const label = `${nodes[id]!.kind.toUpperCase()} #${id}`;
+  return (s, pos) => {
     const pad = "  ".repeat(s.depth);
-    s.trace!(`${pad}${nodes[id]!.kind.toUpperCase()} #${id} at ${pos}: ${dumpNode(nodes, id).slice(0, 120)}`);
+    s.trace!(`${pad}${label} at ${pos}: ${dumpNode(nodes, id).slice(0, 120)}`);
     s.depth++;
     const r = fn(s, pos);
     s.depth--;
     s.trace!(`${pad}-> ${TYPE_NAMES[r]} ${pos}..${s.end}`);
     return r;
-  });
+  };
 }
 
 function compileNode(
@@ -192,7 +255,11 @@ function compileNode(
     case "end":
       return (s, pos) => {
         s.end = pos;
-        return pos >= s.len ? SUCCESS : FAIL;
+        if (pos >= s.len) {
+          s.eof = true;
+          return SUCCESS;
+        }
+        return FAIL;
       };
     case "literal": {
       const lit = utf8Encode(node.text);
@@ -203,6 +270,7 @@ function compileNode(
         let p = pos;
         for (let i = 0; i < n; i++) {
           if (p >= len) {
+            s.eof = true;
             if (!s.lenient) {
               s.end = pos;
               return FAIL;
@@ -269,7 +337,10 @@ function compileNode(
         let count = 0;
         const fn = fns[child]!;
         while (max === -1 || count < max) {
-          if (p >= s.len) break;
+          if (p >= s.len) {
+            s.eof = true;
+            break;
+          }
           const before = s.sp;
           const r = fn(s, p);
           if (r === SUCCESS) {
@@ -322,6 +393,7 @@ function compileNode(
       return (s, pos) => {
         const st = decodeUtf8At(s.input, pos, s.tmp);
         if (st === UTF8_INCOMPLETE) {
+          s.eof = true;
           s.end = pos;
           return s.lenient ? NEED_MORE_INPUT : FAIL;
         }
@@ -338,6 +410,7 @@ function compileNode(
         const len = s.len;
         let p = pos;
         while (p < len && isCSpace(inp[p]!)) p++;
+        if (p >= len) s.eof = true;
         s.end = p;
         return SUCCESS;
       };
@@ -359,17 +432,22 @@ function compileNode(
         const memo = s.memo;
         if (memo.find(ruleIdx, pos)) {
           s.end = memo.end;
+          if (memo.eof) s.eof = true;
           if (memo.status !== FAIL) s.push(memo.node);
           return memo.status as Status;
         }
         const mark = s.sp;
+        const outerEof = s.eof;
+        s.eof = false;
         const r = fns[child]!(s, pos);
+        const sawEof = s.eof;
+        s.eof = outerEof || sawEof;
         let nodeId = -1;
         if (r !== FAIL) {
           nodeId = s.addNode(name, "", pos, s.end, mark, r === NEED_MORE_INPUT);
           s.push(nodeId);
         }
-        memo.insert(ruleIdx, pos, r, s.end, nodeId);
+        memo.insert(ruleIdx, pos, r, s.end, nodeId, sawEof);
         return r;
       };
     }
@@ -441,6 +519,7 @@ function compileChars(node: Extract<PegNode, { kind: "chars" }>): ParseFn {
       } else {
         const st = decodeUtf8At(inp, p, s.tmp);
         if (st === UTF8_INCOMPLETE) {
+          s.eof = true;
           if (count >= min) {
             s.end = p;
             return SUCCESS;
@@ -469,6 +548,7 @@ function compileChars(node: Extract<PegNode, { kind: "chars" }>): ParseFn {
     }
     if (count < min) {
       s.end = p;
+      if (p >= len) s.eof = true;
       return p >= len && s.lenient ? NEED_MORE_INPUT : FAIL;
     }
     s.end = p;
@@ -497,6 +577,7 @@ function compileStringContent(delimiter: string): ParseFn {
         const save = p;
         p++;
         if (p >= len) {
+          s.eof = true;
           if (!s.lenient) {
             s.end = pos;
             return FAIL;
@@ -513,6 +594,7 @@ function compileStringContent(delimiter: string): ParseFn {
           p++;
           for (let i = 0; i < 4; i++) {
             if (p >= len) {
+              s.eof = true;
               if (!s.lenient) {
                 s.end = pos;
                 return FAIL;
@@ -537,6 +619,7 @@ function compileStringContent(delimiter: string): ParseFn {
       }
       const st = decodeUtf8At(inp, p, s.tmp);
       if (st === UTF8_INCOMPLETE) {
+        s.eof = true;
         if (!s.lenient) {
           s.end = pos;
           return FAIL;
@@ -550,6 +633,7 @@ function compileStringContent(delimiter: string): ParseFn {
       }
       p += s.tmp.len;
     }
+    s.eof = true;
     s.end = p;
     return s.lenient ? NEED_MORE_INPUT : FAIL;
   };
@@ -569,6 +653,7 @@ function compileUntil(delimiters: readonly string[]): ParseFn {
       if (b >= 0x80) {
         const st = decodeUtf8At(inp, p, s.tmp);
         if (st === UTF8_INCOMPLETE) {
+          s.eof = true;
           if (!s.lenient) {
             s.end = pos;
             return FAIL;
@@ -582,12 +667,17 @@ function compileUntil(delimiters: readonly string[]): ParseFn {
         }
         n = s.tmp.len;
       }
-      if (first[b] === 1 && trie.checkAt(inp, p, s.tmp2) !== TRIE_NO_MATCH) {
-        s.end = p;
-        return SUCCESS;
+      if (first[b] === 1) {
+        const m = trie.checkAt(inp, p, s.tmp2);
+        if (m !== TRIE_NO_MATCH) {
+          if (m === TRIE_PARTIAL_MATCH) s.eof = true; // a delimiter prefix running into the end
+          s.end = p;
+          return SUCCESS;
+        }
       }
       p += n;
     }
+    s.eof = true;
     s.end = p;
     return s.lenient ? NEED_MORE_INPUT : SUCCESS;
   };
