@@ -110,6 +110,9 @@ for (const size of opts.models) {
     }
     const nodeTps = median(node.map((x) => x.tps));
     const cppTps = median(cpp.map((x) => x.tps));
+    // CPU milliseconds per token: what the work costs, whatever else the machine was doing.
+    const nodeCpu = median(node.map((x) => x.cpuMs / Math.max(1, x.generated)));
+    const cppCpu = median(cpp.map((x) => x.cpuMs / Math.max(1, x.generated)));
     const row = {
       model: size,
       threads: cell.threads,
@@ -118,11 +121,17 @@ for (const size of opts.models) {
       nodeTokensPerSecond: round(nodeTps),
       cppTokensPerSecond: round(cppTps),
       ratio: round(nodeTps / cppTps, 3),
+      nodeCpuMsPerToken: round(nodeCpu, 3),
+      cppCpuMsPerToken: round(cppCpu, 3),
+      cpuRatio: round(cppCpu / nodeCpu, 3),
       sameTokens,
       runs: { node: node.map(({ tokens, ...rest }) => rest), cpp: cpp.map(({ tokens, ...rest }) => rest) },
     };
     results.push(row);
-    log(`${size} t=${cell.threads} ${cell.variant}: node ${row.nodeTokensPerSecond} tok/s, C++ ${row.cppTokensPerSecond} tok/s, ratio ${row.ratio}${sameTokens ? "" : " (token streams differ!)"}`);
+    log(
+      `${size} t=${cell.threads} ${cell.variant}: node ${row.nodeTokensPerSecond} tok/s, C++ ${row.cppTokensPerSecond} tok/s, ratio ${row.ratio}; ` +
+        `CPU ms/token node ${row.nodeCpuMsPerToken}, C++ ${row.cppCpuMsPerToken}, ratio ${row.cpuRatio}${sameTokens ? "" : " (token streams differ!)"}`,
+    );
   }
   cppServer.close();
   model.dispose();
@@ -155,16 +164,20 @@ if (opts.json) {
 async function runNode(model, prompt, { threads, maxTokens, seed, extra }) {
   const ctx = model.createContext({ contextSize: CONTEXT_SIZE, batchSize: BATCH_SIZE, threads, seed });
   try {
+    const cpu0 = process.cpuUsage();
     const t0 = performance.now();
     const generation = ctx.generate(prompt, { maxTokens, seed, ...SAMPLING, ...extra });
     const tokens = [];
     for await (const { token } of generation) tokens.push(token);
     const totalMs = performance.now() - t0;
+    const cpu = process.cpuUsage(cpu0);
     const s = generation.stats;
     return {
       generated: tokens.length,
       totalMs: round(totalMs),
       tps: (tokens.length / totalMs) * 1000,
+      // every thread of the process: compute threads, the JS thread, libuv, GC
+      cpuMs: round((cpu.user + cpu.system) / 1000),
       promptMs: round(s.promptMs),
       generateMs: round(s.generateMs),
       sampleMs: round(s.sampleMs),
@@ -225,6 +238,7 @@ async function runCpp(server, { threads, maxTokens, seed, extra }) {
     generated: run.generated,
     totalMs: round(run.totalMs),
     tps: (run.generated / run.totalMs) * 1000,
+    cpuMs: round(run.cpuMs),
     promptMs: round(run.promptMs),
     generateMs: round(run.generateMs),
     stop: run.stop,
@@ -233,8 +247,20 @@ async function runCpp(server, { threads, maxTokens, seed, extra }) {
 }
 
 function printTable(rep) {
-  const head = ["model", "threads", "variant", "tokens", "Node tok/s", "C++ tok/s", "Node/C++", "same tokens"];
-  const rows = rep.cells.map((c) => [c.model, String(c.threads), c.variant, String(c.tokens), c.nodeTokensPerSecond.toFixed(1), c.cppTokensPerSecond.toFixed(1), c.ratio.toFixed(3), c.sameTokens ? "yes" : "NO"]);
+  const head = ["model", "threads", "variant", "tokens", "Node tok/s", "C++ tok/s", "Node/C++", "Node CPU ms/tok", "C++ CPU ms/tok", "C++/Node CPU", "same tokens"];
+  const rows = rep.cells.map((c) => [
+    c.model,
+    String(c.threads),
+    c.variant,
+    String(c.tokens),
+    c.nodeTokensPerSecond.toFixed(1),
+    c.cppTokensPerSecond.toFixed(1),
+    c.ratio.toFixed(3),
+    c.nodeCpuMsPerToken.toFixed(2),
+    c.cppCpuMsPerToken.toFixed(2),
+    c.cpuRatio.toFixed(3),
+    c.sameTokens ? "yes" : "NO",
+  ]);
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
   const line = (r) => "| " + r.map((x, i) => x.padEnd(widths[i])).join(" | ") + " |";
   console.log(`llamapeg bench, ${rep.date}, ${rep.machine.cpu} (${rep.machine.cpus} CPUs), median of ${rep.settings.runs} runs, ${rep.wallSeconds} s, load average ${rep.loadAverage.before} -> ${rep.loadAverage.after}`);
