@@ -1,5 +1,5 @@
 // Render parity: for every vendored template and every conversation in
-// test/fixtures/conversations/, our prompt must equal the prompt llama.cpp's
+// test/fixtures/conversations/, our prompt (and generation prompt) must equal what llama.cpp's
 // common_chat_templates_apply returns (the full path users see: message normalization,
 // workarounds, specialized handlers, Jinja engine). Expectations come from running the reference.
 //
@@ -10,7 +10,13 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { LlamapegError } from "../../lib/errors.js";
-import { prepareChatContext, renderChatTemplate, renderTemplate, templateCaps } from "../../lib/chat/template/index.js";
+import {
+  prepareChatContext,
+  renderChatTemplate,
+  renderGenerationPrompt,
+  renderTemplate,
+  templateCaps,
+} from "../../lib/chat/template/index.js";
 import { getHarness, type Harness } from "../support/harness.js";
 
 // The harness runs in UTC with a fixed clock; make our local time UTC too.
@@ -81,7 +87,7 @@ async function compare(source: string, conv: Conversation): Promise<Status> {
     ...(conv.chat_template_kwargs ? { chat_template_kwargs: conv.chat_template_kwargs } : {}),
     ...(conv.json_schema !== undefined ? { json_schema: conv.json_schema } : {}),
   };
-  const ref = await h.request<{ prompt: string }>("chat.templates_apply", {
+  const ref = await h.request<{ prompt: string; generation_prompt: string }>("chat.templates_apply", {
     template: source,
     bos_token: BOS,
     eos_token: EOS,
@@ -98,7 +104,12 @@ async function compare(source: string, conv: Conversation): Promise<Status> {
   if (ourError !== undefined && !(ourError instanceof LlamapegError)) throw ourError; // never a raw exception
   if (ref.ok) {
     if (ours === undefined) return { kind: "differs", why: `reference renders, ours throws: ${(ourError as Error).message}` };
-    return ours === ref.result!.prompt ? { kind: "identical" } : { kind: "differs", why: firstDifference(ref.result!.prompt, ours) };
+    if (ours !== ref.result!.prompt) return { kind: "differs", why: firstDifference(ref.result!.prompt, ours) };
+    // the generation prompt (what the template adds for the assistant turn) must agree too
+    const gen = renderGenerationPrompt(source, ourRequest);
+    if (gen !== ref.result!.generation_prompt)
+      return { kind: "differs", why: `generation prompt: ${firstDifference(ref.result!.generation_prompt, gen)}` };
+    return { kind: "identical" };
   }
   const refError = ref.error ?? "";
   if (ours === undefined) {
@@ -217,7 +228,7 @@ function writeParityTable(): void {
     "",
     `**${identical + engine + raise} / ${total}** template × conversation pairs agree: ${identical} identical prompts, ` +
       `${engine} identical where the reference's apply fails after rendering (compared through its Jinja engine), ` +
-      `${raise} raise in both; ${differs} differ.`,
+      `${raise} raise in both; ${differs} differ. Identical means the prompt and the generation prompt.`,
     "",
     "Legend: `=` identical prompt · `=*` identical engine output (reference apply failed, see notes) · `R` raises in both · `≠` differs.",
     "",
