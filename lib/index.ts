@@ -29,8 +29,8 @@ export { ensureTestModel, writeTestModel, type TestModelSize } from "./test-mode
 // PEG engine and grammars
 export { PegArena, PegBuilder, PegParser, pegBuilder, buildPegParser } from "./peg/index.js";
 export type { PegParseOptions, PegParseResult, PegParseType, PegAst, PegAstNode, PegArenaJson } from "./peg/index.js";
-export { jsonSchemaToGbnf, compileJsonSchema, buildGrammar, gbnfFormatLiteral } from "./json-schema/index.js";
-export type { CompileOptions, CompiledSchema, GrammarBuilder, SchemaWarning } from "./json-schema/index.js";
+export { jsonSchemaToGbnf, compileJsonSchema, buildGrammar, gbnfFormatLiteral, SchemaInfo } from "./json-schema/index.js";
+export type { CompileOptions, CompiledSchema, GrammarBuilder, GrammarOptions as GbnfGrammarOptions, SchemaWarning, UnsupportedMode } from "./json-schema/index.js";
 
 // chat: messages, streaming parse, templates
 export { ChatInput } from "./chat/input.js";

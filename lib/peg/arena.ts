@@ -4,7 +4,7 @@
  * serialized by either implementation with `PegArena.fromJSON()`.
  */
 import { LlamapegError } from "../errors.js";
-import { type GrammarBuilder, buildGrammar } from "../json-schema/index.js";
+import { type GrammarBuilder, type SchemaWarning, type UnsupportedMode, buildGrammar } from "../json-schema/index.js";
 import { dumpNode } from "./dump.js";
 import { buildArenaGrammar } from "./gbnf.js";
 import { type PegNode, type PegNodeId, INVALID_NODE_ID } from "./nodes.js";
@@ -92,13 +92,27 @@ export class PegArena {
    * are registered first (as chat.cpp does with the tools' parameters, so schema nodes that point
    * into them resolve). `dotall`: `.` in schema patterns matches line breaks.
    */
-  toGbnf(options: { lazy?: boolean; resolveRefs?: readonly unknown[]; dotall?: boolean } = {}): string {
+  toGbnf(
+    options: {
+      lazy?: boolean;
+      resolveRefs?: readonly unknown[];
+      dotall?: boolean;
+      /** How schema nodes treat keywords the grammar cannot enforce (default "error"; see docs/json-schema.md). */
+      unsupported?: UnsupportedMode;
+      /** Receives the warnings of `unsupported: "ignore"`. */
+      warnings?: SchemaWarning[];
+    } = {},
+  ): string {
     return buildGrammar(
       (b) => {
         for (const schema of options.resolveRefs ?? []) b.resolveRefs(structuredClone(schema));
         this.buildGrammar(b, options.lazy === true);
       },
-      { dotall: options.dotall === true },
+      {
+        dotall: options.dotall === true,
+        ...(options.unsupported === undefined ? {} : { unsupported: options.unsupported }),
+        ...(options.warnings === undefined ? {} : { warnings: options.warnings }),
+      },
     );
   }
 
