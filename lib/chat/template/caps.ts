@@ -206,5 +206,6 @@ export function templateCaps(source: string): TemplateCaps {
   }
 
   cache.set(hash, caps);
+  if (cache.size > 64) cache.delete(cache.keys().next().value!); // oldest first
   return { ...caps };
 }
