@@ -70,6 +70,11 @@ export interface ToolsContext {
   contentEnd?: string;
 }
 
+/** Operand helpers for `cat`: a node built when the chain reaches it. */
+function ops(p: ChatPegBuilder) {
+  return { L: (t: string) => () => p.literal(t), S: () => p.space(), E: () => p.end() };
+}
+
 /**
  * An optional reasoning block: `start` (may be "") then reasoning up to `end`, markers tolerant of
  * surrounding whitespace. ε when `end` is empty.
@@ -77,8 +82,8 @@ export interface ToolsContext {
 export function reasoningParser(p: ChatPegBuilder, start: string, end: string): PegParser {
   if (end === "") return p.eps();
   const endTrimmed = trimWhitespace(end);
-  if (start !== "") return p.optional(p.seq(p.optspace(start), p.reasoning(p.until(endTrimmed)), p.optspace(end)));
-  return p.optional(p.seq(p.reasoning(p.until(endTrimmed)), p.optspace(end)));
+  if (start !== "") return p.optional(p.cat(() => p.optspace(start), () => p.reasoning(p.until(endTrimmed)), () => p.optspace(end)));
+  return p.optional(p.cat(() => p.reasoning(p.until(endTrimmed)), () => p.optspace(end)));
 }
 
 /** Strips C-locale whitespace at both ends (the reference's `trim_whitespace`). */
@@ -102,21 +107,23 @@ export function contentOnlyParser(
   p: ChatPegBuilder,
   ctx: { reasoning: PegParser; contentStart?: string; contentEnd?: string; extractingReasoning: boolean },
 ): PegParser {
+  const { E } = ops(p);
   if (alwaysWrapped(ctx)) {
     const start = ctx.contentStart!;
     const end = ctx.contentEnd!;
-    if (ctx.extractingReasoning) return p.seq(ctx.reasoning, start, p.content(p.until(end)), end, p.end());
-    return p.seq(p.content(p.until(start)), start, p.content(p.until(end)), end, p.end());
+    if (ctx.extractingReasoning) return p.cat(ctx.reasoning, start, () => p.content(p.until(end)), end, E);
+    return p.cat(() => p.content(p.until(start)), start, () => p.content(p.until(end)), end, E);
   }
-  return p.seq(ctx.reasoning, p.content(p.rest()), p.end());
+  return p.cat(ctx.reasoning, () => p.content(p.rest()), E);
 }
 
 function optionalWrappedContent(p: ChatPegBuilder, ctx: ToolsContext): PegParser {
-  return alwaysWrapped(ctx) ? p.optional(p.seq(ctx.contentStart!, p.content(p.until(ctx.contentEnd!)), ctx.contentEnd!)) : p.eps();
+  return alwaysWrapped(ctx) ? p.optional(p.cat(ctx.contentStart!, () => p.content(p.until(ctx.contentEnd!)), ctx.contentEnd!)) : p.eps();
 }
 
 /** JSON-native calls (name inside the JSON), after optional content. */
 export function jsonNativeToolsParser(p: ChatPegBuilder, ctx: ToolsContext, format: ToolSectionFormat): PegParser {
+  const { S, E } = ops(p);
   let nameField = format.nameField ?? "name";
   let argsField = format.argsField ?? "arguments";
   const functionField = format.functionField ?? "function";
@@ -137,16 +144,19 @@ export function jsonNativeToolsParser(p: ChatPegBuilder, ctx: ToolsContext, form
     parametersOrder: format.parameterOrder ?? [],
     acceptOpenaiWrapper: format.openaiWrapperTrigger ?? false,
   };
-  let tools: PegParser;
+  let tools = p.eps();
   if (format.sectionStart === "" && format.perCallStart !== "") {
     const single = standardJsonTools(p, { ...common, sectionStart: format.perCallStart, sectionEnd: format.perCallEnd });
-    tools = p.triggerRule("tool-calls", p.oneOrMore(single.then(p.space())));
+    tools = p.triggerRule("tool-calls", p.oneOrMore(p.cat(single, S)));
   } else {
     tools = standardJsonTools(p, { ...common, sectionStart: format.sectionStart, sectionEnd: format.sectionEnd });
   }
-  if (alwaysWrapped(ctx)) return p.seq(ctx.reasoning, optionalWrappedContent(p, ctx), tools, p.end());
+  if (alwaysWrapped(ctx)) {
+    const wrapped = optionalWrappedContent(p, ctx);
+    return p.cat(ctx.reasoning, wrapped, tools, E);
+  }
   const toolStart = format.sectionStart || format.perCallStart || "{";
-  return p.seq(ctx.reasoning, p.optional(p.content(p.until(toolStart))), tools, p.end());
+  return p.cat(ctx.reasoning, () => p.optional(p.content(p.until(toolStart))), tools, E);
 }
 
 interface FuncParts {
@@ -157,70 +167,74 @@ interface FuncParts {
 
 /** One call: name tags, optional id, arguments, close (atomic where a partial header must not show). */
 function funcParser(p: ChatPegBuilder, parts: FuncParts, name: string, idSection: PegParser, haveId: boolean, args: PegParser, peek: PegParser | null): PegParser {
+  const { S } = ops(p);
   const { fn, section } = parts;
-  let open = p.toolOpen(p.seq(fn.namePrefix, p.toolName(p.literal(name)), fn.nameSuffix));
+  let open = p.toolOpen(p.cat(fn.namePrefix, () => p.toolName(p.literal(name)), fn.nameSuffix));
   let matchedAtomic = false;
-  let func: PegParser;
-  if (fn.argsSeparator) open = p.seq(open, p.space(), fn.argsSeparator);
+  let func = p.eps();
+  if (fn.argsSeparator) open = p.cat(open, S, () => p.literal(fn.argsSeparator!));
   if (fn.nameSuffix !== "") {
-    func = p.seq(open, idSection, p.space(), args);
+    func = p.cat(open, idSection, S, args);
     matchedAtomic = true;
   } else if (haveId) {
-    func = p.seq(p.atomic(p.seq(open, idSection)), p.space(), args);
+    func = p.cat(() => p.atomic(p.cat(open, idSection)), S, args);
     matchedAtomic = true;
   } else if (peek !== null) {
-    func = p.seq(p.atomic(p.seq(open, idSection, p.space(), peek)), args);
+    func = p.cat(() => p.atomic(p.cat(open, idSection, S, peek)), args);
     matchedAtomic = true;
   } else {
-    func = p.seq(open, idSection, p.space(), args);
+    func = p.cat(open, idSection, S, args);
   }
   if (fn.close !== "") {
-    func = p.seq(func, p.space(), p.toolClose(p.literal(fn.close)));
+    func = p.cat(func, S, () => p.toolClose(p.literal(fn.close)));
   } else if (section.perCallEnd !== "") {
     // Close only when the end marker is in sight, so "</" at the end of a stream does not close early.
-    const closePeek = parts.args.tolerateIntertagWhitespace
-      ? p.peek(p.seq(p.space(), section.perCallEnd))
-      : p.peek(p.literal(section.perCallEnd));
-    func = func.then(p.toolClose(closePeek));
+    const closePeek = parts.args.tolerateIntertagWhitespace ? p.peek(p.cat(S, () => p.literal(section.perCallEnd))) : p.peek(p.literal(section.perCallEnd));
+    func = p.cat(func, () => p.toolClose(closePeek));
   } else {
-    func = func.then(p.toolClose(p.space())); // an empty close still runs the mapper's close step
+    func = p.cat(func, () => p.toolClose(p.space())); // an empty close still runs the mapper's close step
   }
   return matchedAtomic ? func : p.atomic(func);
 }
 
-function idSectionOf(p: ChatPegBuilder, id: ToolCallIdFormat | undefined, argsStart: string, wrapSuffix: boolean): [PegParser, boolean] {
-  if (id === undefined || (id.pos !== undefined && id.pos !== "between_func_and_args") || id.prefix === "" || (id.suffix === "" && argsStart === "")) return [p.eps(), false];
-  if (id.suffix !== "") {
-    const inner = p.seq(id.prefix, p.toolId(p.until(id.suffix)));
-    // The two reference shapes differ on whether the suffix is inside the optional part.
-    return [wrapSuffix ? p.optional(p.seq(inner, id.suffix)) : p.seq(p.optional(inner), id.suffix), true];
-  }
-  return [p.optional(p.seq(id.prefix, p.toolId(p.until(argsStart)))), true];
+function hasCallId(id: ToolCallIdFormat | undefined, argsStart: string): id is ToolCallIdFormat {
+  return id !== undefined && (id.pos === undefined || id.pos === "between_func_and_args") && id.prefix !== "" && (id.suffix !== "" || argsStart !== "");
 }
 
+/** The tool calls section around `choices`, then the whole output. */
 function wrapCalls(p: ChatPegBuilder, ctx: ToolsContext, section: ToolSectionFormat, choices: PegParser, tagged: boolean): PegParser {
-  let calls: PegParser;
+  const { L, S, E } = ops(p);
+  let calls = p.eps();
   if (section.perCallStart !== "") {
-    const wrapped = tagged
-      ? p.seq(section.perCallStart, p.space(), choices, p.space(), section.perCallEnd)
-      : p.seq(section.perCallStart, choices, section.perCallEnd);
-    const body = ctx.parallel ? p.seq(wrapped, p.zeroOrMore(p.seq(p.space(), wrapped))) : wrapped;
-    calls = p.triggerRule("tool-call", tagged ? p.seq(body, p.space()) : body);
+    const wrapped = tagged ? p.cat(section.perCallStart, S, choices, S, section.perCallEnd) : p.cat(section.perCallStart, choices, section.perCallEnd);
+    if (tagged) {
+      calls = ctx.parallel
+        ? p.triggerRule("tool-call", p.cat(wrapped, () => p.zeroOrMore(p.cat(S, wrapped)), S))
+        : p.triggerRule("tool-call", p.cat(wrapped, S));
+    } else {
+      calls = ctx.parallel ? p.triggerRule("tool-call", p.cat(wrapped, () => p.zeroOrMore(p.cat(S, wrapped)))) : p.triggerRule("tool-call", wrapped);
+    }
     if (section.sectionStart !== "") {
-      const end = section.sectionEnd === "" ? p.end() : tagged ? p.seq(section.sectionEnd, p.space()) : p.literal(section.sectionEnd);
-      calls = p.triggerRule("tool-calls", p.seq(section.sectionStart, p.space(), calls, p.space(), end));
+      const inner = calls;
+      const end = () => (section.sectionEnd === "" ? p.end() : tagged ? p.cat(L(section.sectionEnd), S) : p.literal(section.sectionEnd));
+      calls = p.triggerRule("tool-calls", p.cat(L(section.sectionStart), S, inner, S, end));
     }
   } else {
     const sep = ", ";
-    const ws = (): PegParser[] => (tagged ? [p.space()] : []);
-    calls = ctx.parallel
-      ? p.triggerRule("tool-call", p.seq(section.sectionStart, ...ws(), choices, p.zeroOrMore(p.seq(sep, choices)), ...ws(), section.sectionEnd))
-      : p.triggerRule("tool-call", p.seq(section.sectionStart, ...ws(), choices, ...ws(), section.sectionEnd));
+    if (tagged) {
+      calls = ctx.parallel
+        ? p.triggerRule("tool-call", p.cat(section.sectionStart, S, choices, () => p.zeroOrMore(p.cat(sep, choices)), S, section.sectionEnd))
+        : p.triggerRule("tool-call", p.cat(section.sectionStart, S, choices, S, section.sectionEnd));
+    } else {
+      calls = ctx.parallel
+        ? p.triggerRule("tool-call", p.cat(section.sectionStart, choices, () => p.zeroOrMore(p.cat(sep, choices)), section.sectionEnd))
+        : p.triggerRule("tool-call", p.cat(section.sectionStart, choices, section.sectionEnd));
+    }
   }
   if (ctx.toolChoice !== "required") calls = p.optional(calls);
   const trigger = section.sectionStart || section.perCallStart;
   const before = trigger === "" ? p.eps() : p.until(trigger);
-  return p.seq(ctx.reasoning, p.optional(p.content(before)), calls, p.end());
+  return p.cat(ctx.reasoning, () => p.optional(p.content(before)), calls, E);
 }
 
 /** Calls whose name is a tag and whose arguments are one JSON object. */
@@ -232,14 +246,23 @@ export function tagJsonToolsParser(
   args: ToolArgumentsFormat,
   callId?: ToolCallIdFormat,
 ): PegParser {
-  let choices = p.choice([]);
+  let choices = p.choice();
   for (const f of toolFunctions(ctx.tools)) {
-    const [idSection, haveId] = idSectionOf(p, callId, args.start, false);
+    let haveId = false;
+    let idSection = p.eps();
+    if (hasCallId(callId, args.start)) {
+      idSection =
+        callId.suffix !== ""
+          ? p.cat(() => p.optional(p.cat(callId.prefix, () => p.toolId(p.until(callId.suffix)))), callId.suffix)
+          : p.optional(p.cat(callId.prefix, () => p.toolId(p.until(args.start))));
+      haveId = true;
+    }
     let argsParser = p.toolArgs(p.schema(p.json(), `tool-${f.name}-schema`, toolParameters(f)));
-    if (args.start !== "") argsParser = p.seq(args.start, argsParser);
-    if (args.end !== "") argsParser = p.seq(argsParser, args.end);
+    if (args.start !== "") argsParser = p.cat(() => p.literal(args.start), argsParser);
+    if (args.end !== "") argsParser = p.cat(argsParser, () => p.literal(args.end));
     const peek = args.start !== "" ? p.peek(p.literal(args.start)) : null;
-    choices = choices.or(p.rule(`tool-${f.name}`, funcParser(p, { fn, section, args }, f.name, idSection, haveId, argsParser, peek)));
+    const func = funcParser(p, { fn, section, args }, f.name, idSection, haveId, argsParser, peek);
+    choices = choices.or(p.rule(`tool-${f.name}`, func));
   }
   return wrapCalls(p, ctx, section, choices, false);
 }
@@ -257,8 +280,9 @@ export function tagTaggedToolsParser(
   args: ToolArgumentsFormat,
   callId?: ToolCallIdFormat,
 ): PegParser {
+  const { S } = ops(p);
   const untilSuffix = p.rule("until-suffix", p.until(args.valueSuffix));
-  let choices = p.choice([]);
+  let choices = p.choice();
   for (const f of toolFunctions(ctx.tools)) {
     const params = toolParameters(f);
     const required = toolRequired(f);
@@ -268,27 +292,40 @@ export function tagTaggedToolsParser(
     const optionalParsers: PegParser[] = [];
     for (const [param, schema] of toolProperties(f)) {
       const value = info.resolvesToString(schema)
-        ? p.ac(p.seq(p.toolArgStringValue(untilSuffix), p.toolArgClose(p.literal(args.valueSuffix))), args.valueSuffix)
-        : p.seq(p.toolArgJsonValue(p.schema(p.json(), `tool-${f.name}-arg-${param}-schema`, schema, false)), p.toolArgClose(p.literal(args.valueSuffix)));
-      const arg = p.toolArg(p.seq(p.toolArgOpen(p.seq(args.namePrefix, p.toolArgName(p.literal(param)), args.nameSuffix)), args.valuePrefix, value));
+        ? () => p.ac(p.cat(() => p.toolArgStringValue(untilSuffix), () => p.toolArgClose(p.literal(args.valueSuffix))), args.valueSuffix)
+        : () =>
+            p.cat(
+              () => p.toolArgJsonValue(p.schema(p.json(), `tool-${f.name}-arg-${param}-schema`, schema, false)),
+              () => p.toolArgClose(p.literal(args.valueSuffix)),
+            );
+      const arg = p.toolArg(p.cat(() => p.toolArgOpen(p.cat(args.namePrefix, () => p.toolArgName(p.literal(param)), args.nameSuffix)), args.valuePrefix, value));
       const named = p.rule(`tool-${f.name}-arg-${param}`, arg);
       (required.has(param) ? requiredParsers : optionalParsers).push(named);
     }
     let seq = p.eps();
     requiredParsers.forEach((r, i) => {
-      if (i > 0) seq = seq.then(p.space());
-      seq = seq.then(r);
+      if (i > 0) seq = p.cat(seq, S);
+      seq = p.cat(seq, r);
     });
     if (optionalParsers.length > 0) {
-      let anyOpt = p.choice([]);
+      let anyOpt = p.choice();
       for (const o of optionalParsers) anyOpt = anyOpt.or(o);
-      seq = seq.then(p.repeat(p.space().then(anyOpt), 0, -1));
+      seq = p.cat(seq, () => p.repeat(p.cat(S, anyOpt), 0, -1));
     }
-    if (args.start !== "") seq = p.seq(args.start, seq);
-    if (args.end !== "") seq = p.seq(seq, args.end);
-    const [idSection, haveId] = idSectionOf(p, callId, args.start, true);
+    if (args.start !== "") seq = p.cat(() => p.literal(args.start), seq);
+    if (args.end !== "") seq = p.cat(seq, () => p.literal(args.end));
+    let idSection = p.eps();
+    let haveId = false;
+    if (hasCallId(callId, args.start)) {
+      haveId = true;
+      idSection =
+        callId.suffix !== ""
+          ? p.optional(p.cat(callId.prefix, () => p.toolId(p.until(callId.suffix)), callId.suffix))
+          : p.optional(p.cat(callId.prefix, () => p.toolId(p.until(args.start))));
+    }
     const peek = args.namePrefix !== "" && requiredParsers.length > 0 ? p.peek(p.literal(args.namePrefix)) : null;
-    choices = choices.or(p.rule(`tool-${f.name}`, funcParser(p, { fn, section, args }, f.name, idSection, haveId, seq, peek)));
+    const func = funcParser(p, { fn, section, args }, f.name, idSection, haveId, seq, peek);
+    choices = choices.or(p.rule(`tool-${f.name}`, func));
   }
   return wrapCalls(p, ctx, section, choices, true);
 }

@@ -67,24 +67,28 @@ function toolsParser(p: ChatPegBuilder, f: ChatOutputFormat, ctx: ToolsContext):
   }
 }
 
-/** Builds the parser of a whole model output. */
+/** Builds the parser of a whole model output. Nodes come in the reference's order (see `cat`). */
 export function buildChatOutputParser(f: ChatOutputFormat, req: ChatOutputRequest): PegArena {
   return buildChatPegParser((p) => {
+    // The reference's build context starts with an ε reasoning parser, then builds the real one.
+    let reasoning = p.eps();
     const extracting = (req.extractReasoning ?? true) && f.reasoning.mode !== "none";
-    const reasoning =
+    reasoning =
       extracting && (f.reasoning.mode === "tag_based" || f.reasoning.mode === "tools_only") ? reasoningParser(p, f.reasoning.start, f.reasoning.end) : p.eps();
+    let parser = p.eps();
     const wrapped = f.content.mode === "always_wrapped" && f.content.start !== "" && f.content.end !== "";
     const tools = req.tools ?? [];
     const choice = req.toolChoice ?? "auto";
     let pureContent = f.reasoning.mode === "none";
-    let parser: PegParser;
     if (req.jsonSchema && typeof req.jsonSchema === "object" && Object.keys(req.jsonSchema).length > 0) {
-      const responseFormat = p.rule("response-format", p.content(p.schema(p.json(), "response-format-schema", req.jsonSchema)));
-      parser = p.seq(
+      const schema = req.jsonSchema;
+      const responseFormat = p.rule("response-format", p.content(p.schema(p.json(), "response-format-schema", schema)));
+      const S = () => p.space();
+      parser = p.cat(
         reasoning,
-        p.space(),
-        p.choice([p.seq("```json", p.space(), responseFormat, p.space(), "```"), p.seq(p.space(), responseFormat, p.space())]),
-        p.end(),
+        S,
+        () => p.choice([p.cat(() => p.literal("```json"), S, responseFormat, S, () => p.literal("```")), p.cat(S, responseFormat, S)]),
+        () => p.end(),
       );
       pureContent = false;
     } else if (tools.length > 0 && choice !== "none" && (req.supportsToolCalls ?? true)) {
@@ -104,7 +108,9 @@ export function buildChatOutputParser(f: ChatOutputFormat, req: ChatOutputReques
         ...(wrapped ? { contentStart: f.content.start, contentEnd: f.content.end } : {}),
       });
     }
-    const prefix = p.prefix(req.generationPrompt ?? "", trimWhitespace(f.reasoning.start));
-    return pureContent ? prefix.then(parser) : prefix.spaced(parser);
+    const reasoningStart = trimWhitespace(f.reasoning.start);
+    const body = parser;
+    // C++ `prefix + parser` builds the prefix last; `prefix << parser` (sequenced) builds it first.
+    return pureContent ? p.cat(() => p.prefix(req.generationPrompt ?? "", reasoningStart), body) : p.prefix(req.generationPrompt ?? "", reasoningStart).spaced(body);
   });
 }
