@@ -144,3 +144,22 @@ describe("template engine: syntax error positions", () => {
     expect(renderError("{% if x %}no end").message).toContain("block left open");
   });
 });
+
+describe("template engine: variables", () => {
+  it("rejects variables that are not data, naming them", () => {
+    const cyclic: Record<string, unknown> = {};
+    cyclic.self = cyclic;
+    for (const bad of [{ f: () => 1 }, { c: cyclic }]) {
+      try {
+        r("{{ 1 }}", bad);
+        expect.unreachable();
+      } catch (e) {
+        expect((e as LlamapegError).code).toBe("ERR_INVALID_ARGUMENT");
+        expect((e as LlamapegError).where).toMatch(/^variables\.(f|c)$/);
+      }
+    }
+  });
+  it("deep macro recursion is a render error, not a crash", () => {
+    expect(renderError("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}").code).toBe("ERR_TEMPLATE_RENDER");
+  });
+});

@@ -50,7 +50,18 @@ export function asRenderError(e: unknown, hash: string, source?: string): Llamap
 export function renderTemplate(source: string, variables: Record<string, unknown>, options: RenderOptions = {}): string {
   const compiled = compileTemplate(source);
   const scope = baseScope();
-  for (const [k, v] of Object.entries(variables)) if (v !== undefined) scope.set(k, fromJS(v));
+  for (const [k, v] of Object.entries(variables)) {
+    if (v === undefined) continue;
+    try {
+      scope.set(k, fromJS(v));
+    } catch (e) {
+      // functions, symbols, cycles: not data a template can be given
+      throw new LlamapegError("ERR_INVALID_ARGUMENT", `template variable '${k}' is not JSON-like data: ${(e as Error).message}`, {
+        where: `variables.${k}`,
+        cause: e,
+      });
+    }
+  }
   try {
     return new Evaluator({ stats: false, now: options.now ?? new Date() }).render(compiled.program, scope);
   } catch (e) {
