@@ -7,6 +7,7 @@
 //
 //   node scripts/bench/run.mjs [--json] [--runs N] [--models tiny,small] [--threads 1,2]
 //                              [--tokens-tiny N] [--tokens-small N] [--no-grammar]
+//   node scripts/bench/run.mjs --from-json report.json      re-print a saved report as a table
 import { spawn, spawnSync } from "node:child_process";
 import { createInterface } from "node:readline";
 import { existsSync, readFileSync } from "node:fs";
@@ -16,6 +17,11 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
 const opts = parseArgs(process.argv.slice(2));
+if (opts.fromJson) {
+  // Re-print a saved `--json` report as the table (for docs/bench.md).
+  printTable(JSON.parse(readFileSync(opts.fromJson, "utf8")));
+  process.exit(0);
+}
 const log = (...a) => console.error("[bench]", ...a);
 
 const dist = join(root, "dist");
@@ -281,6 +287,7 @@ function parseArgs(args) {
     else if (a === "--tokens-tiny") o.tokensTiny = positive(value(), a);
     else if (a === "--tokens-small") o.tokensSmall = positive(value(), a);
     else if (a === "--no-grammar") o.grammar = false;
+    else if (a === "--from-json") o.fromJson = value();
     else fail(`unknown argument ${a}`);
   }
   return o;
