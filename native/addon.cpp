@@ -22,6 +22,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   std::call_once(backendOnce, [] {
     lp::InstallLogRouter();
     llama_backend_init();
+    lp::InstallExitHandler();
   });
 
   auto* state = new lp::AddonState();
@@ -38,6 +39,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
 
   exports.Set("loadModel", Napi::Function::New(env, lp::LoadModel, "loadModel"));
   exports.Set("setLogger", Napi::Function::New(env, lp::SetLogger, "setLogger"));
+  exports.Set("stopGenerationsForExit", Napi::Function::New(env, lp::StopGenerationsForExit, "stopGenerationsForExit"));
   exports.Set("systemInfo", Napi::Function::New(env, SystemInfo, "systemInfo"));
   exports.Set("llamaCppVersion", Napi::String::New(env, llama_version()));
   return exports;

@@ -1,6 +1,7 @@
 #include "generation.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include "addon.h"
@@ -185,7 +186,63 @@ void GenerationJob::RequestAbort() {
 }
 
 void GenerationJob::Join() {
-  if (thread.joinable()) thread.join();
+  std::lock_guard<std::mutex> lock(joinMutex);
+  if (thread.joinable() && thread.get_id() != std::this_thread::get_id()) thread.join();
+}
+
+namespace {
+
+// Every generation of the process, for the exit handler. Never destroyed: it must outlive the
+// static destructors it protects.
+std::mutex& AllJobsMutex() {
+  static auto* m = new std::mutex();
+  return *m;
+}
+std::vector<std::weak_ptr<GenerationJob>>& AllJobs() {
+  static auto* v = new std::vector<std::weak_ptr<GenerationJob>>();
+  return *v;
+}
+
+void RegisterJob(const std::shared_ptr<GenerationJob>& job) {
+  std::lock_guard<std::mutex> lock(AllJobsMutex());
+  auto& all = AllJobs();
+  all.erase(std::remove_if(all.begin(), all.end(), [](const std::weak_ptr<GenerationJob>& j) { return j.expired(); }), all.end());
+  all.push_back(job);
+}
+
+}  // namespace
+
+void StopAllProcessGenerations() {
+  std::vector<std::shared_ptr<GenerationJob>> jobs;
+  {
+    std::lock_guard<std::mutex> lock(AllJobsMutex());
+    for (auto& weak : AllJobs()) {
+      if (auto job = weak.lock()) jobs.push_back(job);
+    }
+  }
+  for (auto& job : jobs) {
+    if (!job->threadDone.load()) job->context->abortRequested.store(true);
+    {
+      std::lock_guard<std::mutex> lock(job->mu);
+      job->cv.notify_all();
+    }
+    job->Join();
+  }
+}
+
+void InstallExitHandler() {
+  static std::once_flag once;
+  std::call_once(once, [] { std::atexit(StopAllProcessGenerations); });
+}
+
+Napi::Value StopGenerationsForExit(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() > 0 && info[0].ToBoolean().Value()) {
+    StopAllProcessGenerations();
+  } else {
+    StopAllGenerations(env);
+  }
+  return env.Undefined();
 }
 
 void GenerationJob::Release(uint64_t n) {
@@ -197,8 +254,18 @@ void GenerationJob::Release(uint64_t n) {
 // ---------------------------------------------------------------------------------------------
 // JS side
 
+void CallJsBatchImpl(Napi::Env env, Napi::Function fn, GenerationJob* job);
+
 void CallJsBatch(Napi::Env env, Napi::Function fn, std::shared_ptr<GenerationJob>*, GenerationJob* job) {
   if (env == nullptr || job == nullptr) return;
+  try {
+    CallJsBatchImpl(env, fn, job);
+  } catch (...) {
+    // Creating the batch's arrays fails only when JS can no longer run; drop it.
+  }
+}
+
+void CallJsBatchImpl(Napi::Env env, Napi::Function fn, GenerationJob* job) {
   std::vector<int32_t> tokens;
   std::string bytes;
   std::vector<uint32_t> ends;
@@ -244,9 +311,9 @@ void CallJsBatch(Napi::Env env, Napi::Function fn, std::shared_ptr<GenerationJob
   }
   try {
     fn.Call({jsTokens, jsBytes, jsEnds, final});
-  } catch (const Napi::Error& e) {
-    // The JS side never throws here by design; if it does, surface it instead of losing it.
-    e.ThrowAsJavaScriptException();
+  } catch (...) {
+    // Our JS callback does not throw; this happens when JS can no longer run (the environment is
+    // being torn down). Nothing is left to deliver to.
   }
 }
 
@@ -343,6 +410,7 @@ Napi::Value StartGeneration(Napi::Env env, const std::shared_ptr<ContextCore>& c
     jobs.erase(std::remove_if(jobs.begin(), jobs.end(), [](const std::weak_ptr<GenerationJob>& j) { return j.expired(); }), jobs.end());
     jobs.push_back(job);
   }
+  RegisterJob(job);
   try {
     job->thread = std::thread([job] { job->Run(); });
   } catch (const std::exception& e) {

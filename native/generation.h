@@ -53,6 +53,7 @@ struct GenerationJob {
   GenerationParams params;
   GenerationTsfn tsfn;
   std::thread thread;
+  std::mutex joinMutex;               // Join() runs on a JS thread or at process exit
   bool tsfnAlive = true;              // JS thread only
   std::atomic<bool> threadDone{false};
 
@@ -108,5 +109,13 @@ Napi::Value StartGeneration(Napi::Env env, const std::shared_ptr<ContextCore>& c
 
 // Environment teardown: stop and join every generation of this environment.
 void StopAllGenerations(Napi::Env env);
+
+// Process exit (process.exit(), an uncaught exception) skips environment teardown and goes
+// straight to exit(): the threads must stop before static destructors (llama.cpp's, ggml's) run.
+// JS calls stopGenerationsForExit(processWide) from process.on("exit"); an atexit handler is the
+// fallback (it runs after statics created later than the addon's load are already gone).
+void StopAllProcessGenerations();
+void InstallExitHandler();
+Napi::Value StopGenerationsForExit(const Napi::CallbackInfo& info);
 
 }  // namespace lp

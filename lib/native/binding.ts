@@ -6,6 +6,7 @@ import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { isMainThread } from "node:worker_threads";
 
 import { LlamapegError, type LlamapegErrorCode } from "../errors.js";
 
@@ -133,6 +134,8 @@ export interface BindingModule {
   loadModel(path: string, options: NativeLoadOptions, onProgress?: (progress: number) => void): Promise<NativeModel>;
   setLogger(logger: ((level: NativeLogLevel, text: string) => void) | null, level: NativeLogLevel): void;
   systemInfo(): string;
+  /** Aborts and joins generation threads: this thread's, or (main thread) the whole process's. */
+  stopGenerationsForExit(processWide: boolean): void;
   llamaCppVersion: string;
 }
 
@@ -191,6 +194,10 @@ export function binding(): BindingModule {
       { where: packageRoot, cause: error },
     );
   }
+  // process.exit() and uncaught exceptions skip environment teardown and run exit() at once; stop
+  // the generation threads first, or they would compute while llama.cpp's statics are destroyed.
+  const loaded = cached;
+  process.once("exit", () => loaded.stopGenerationsForExit(isMainThread));
   return cached;
 }
 

@@ -1,6 +1,6 @@
 // Generation on the tiny random-weight model: streaming pieces, determinism, stop conditions,
 // KV prefix reuse, cancellation, and misuse (busy, disposed) as clear errors.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 
 import { loadModel, type Context, type Model } from "../../lib/llama/index.js";
 import { ensureTestModel } from "../../lib/test-model/index.js";
@@ -14,6 +14,14 @@ beforeAll(async () => {
   model = await loadModel(await ensureTestModel("tiny"));
   context = model.createContext({ contextSize: 512, threads: 2 });
   prompt = model.tokenize("<|im_start|>user\nHello there<|im_end|>\n<|im_start|>assistant\n", { parseSpecial: true });
+});
+
+afterEach(() => {
+  // A test that failed or timed out may leave a generation running: start the next one clean.
+  if (context.busy) {
+    context.dispose();
+    context = model.createContext({ contextSize: 512, threads: 2 });
+  }
 });
 
 afterAll(() => {
