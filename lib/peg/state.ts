@@ -1,0 +1,98 @@
+/**
+ * The mutable state of one parse and the result codes every compiled parser returns. Shared by the
+ * compiler (parse.ts) and the leaf matchers (leaves.ts).
+ */
+import type { AstBuffers, PegAst, PegAstId } from "./ast.js";
+import { MemoTable } from "./memo.js";
+
+export const FAIL = 0;
+export const SUCCESS = 1;
+export const NEED_MORE_INPUT = 2;
+export type Status = typeof FAIL | typeof SUCCESS | typeof NEED_MORE_INPUT;
+
+export type PegParseType = "fail" | "success" | "need_more_input";
+export const TYPE_NAMES: readonly PegParseType[] = ["fail", "success", "need_more_input"];
+
+export interface PegParseOptions {
+  /**
+   * The input may continue (streaming): parsers that reach the end of the input answer
+   * `need_more_input` instead of failing. The reference's LENIENT flag. Default false (complete input).
+   */
+  partial?: boolean;
+  /** Byte offset to start at (default 0). */
+  start?: number;
+  /** Trace every parser call: `true` writes to stderr, a function receives each line. */
+  debug?: boolean | ((line: string) => void);
+}
+
+export interface PegParseResult {
+  type: PegParseType;
+  /** byte offset the parse started at */
+  start: number;
+  /** byte offset where the root parser stopped (on failure: where the reference reports it) */
+  end: number;
+  /** the tagged tree; `ast.roots` are the result's top-level nodes */
+  ast: PegAst;
+}
+
+/** Per-parse working memory that does not escape into the result, reused by the next parse. */
+export class Scratch {
+  readonly memo = new MemoTable(256);
+  stack: Int32Array = new Int32Array(64);
+}
+
+/** Mutable state of one parse. One class so every closure sees the same object shape. */
+export class ParseState {
+  readonly input: Uint8Array;
+  readonly len: number;
+  readonly lenient: boolean;
+  /** end offset of the last result */
+  end = 0;
+  /**
+   * Set whenever a parser observes the end of the input (a check `pos >= len` that came out true, a
+   * cut UTF-8 character, a delimiter prefix at the end). Results computed without it depend only on
+   * bytes before the end, so they hold for any longer input with the same prefix.
+   */
+  eof = false;
+  /** AST ids produced by the parsers on the current path, `stack[0..sp)`; backtracking lowers `sp` */
+  stack: Int32Array;
+  sp = 0;
+
+  /** packrat memo of rule results */
+  readonly memo: MemoTable;
+  readonly ast: AstBuffers;
+  readonly tmp = { cp: 0, len: 0 };
+  readonly tmp2 = { cp: 0, len: 0 };
+  depth = 0;
+  readonly trace: ((line: string) => void) | undefined;
+
+  constructor(input: Uint8Array, lenient: boolean, trace: ((line: string) => void) | undefined, scratch: Scratch, ast: AstBuffers) {
+    this.input = input;
+    this.len = input.length;
+    this.lenient = lenient;
+    this.trace = trace;
+    this.memo = scratch.memo;
+    this.stack = scratch.stack;
+    this.ast = ast;
+  }
+
+  push(id: PegAstId): void {
+    if (this.sp === this.stack.length) {
+      const bigger = new Int32Array(this.stack.length * 2);
+      bigger.set(this.stack);
+      this.stack = bigger;
+    }
+    this.stack[this.sp++] = id;
+  }
+
+  /** Creates an AST node whose children are the ids above `mark` on the stack, and pops them. */
+  addNode(rule: string, tag: string, start: number, end: number, mark: number, partial: boolean): PegAstId {
+    const id = this.ast.add(rule, tag, start, end, partial, this.stack, mark, this.sp);
+    this.sp = mark;
+    return id;
+  }
+
+}
+
+export type ParseFn = (s: ParseState, pos: number) => Status;
+
