@@ -9,7 +9,7 @@ import type { PegParseResult } from "../peg/parse.js";
 import { mapGemma4Ast, mapMinimaxM3Ast, type FormatAstView } from "./format-mappers.js";
 import { mapChatAst, type MapperAst, type MapperNode } from "./mapper.js";
 import { emptyAssistantMessage, type AssistantMessage } from "./messages.js";
-import type { ChatPlan } from "./plan.js";
+import type { ChatInputParser, ChatPlan } from "./plan.js";
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder("utf-8");
@@ -77,10 +77,11 @@ export interface ChatParseOutcome {
 }
 
 /**
- * Parses `input` (the generation prompt already in front) and maps it. Never throws for output that
- * does not match; the caller decides from `result.type`.
+ * Parses `input` (the generation prompt already in front) and maps it, with `using` instead of the
+ * plan's parser when given (an incremental parser). Never throws for output that does not match;
+ * the caller decides from `result.type`.
  */
-export function runChatParser(plan: ChatPlan, input: Uint8Array, partial: boolean): ChatParseOutcome {
+export function runChatParser(plan: ChatPlan, input: Uint8Array, partial: boolean, using?: ChatInputParser | null): ChatParseOutcome {
   if (plan.parser === null) {
     // Plain content: everything after the generation prompt (the reference's fallback parser
     // would put the prompt into the content too).
@@ -89,7 +90,7 @@ export function runChatParser(plan: ChatPlan, input: Uint8Array, partial: boolea
     message.content = decodeRange(input, skip, input.length, partial);
     return { message, result: null, consumed: input.length };
   }
-  const result = plan.parser.parse(input, { partial });
+  const result = (using ?? plan.parser).parse(input, { partial });
   if (result.type === "fail" && !(partial && result.end > 0)) {
     return { message: emptyAssistantMessage(), result, consumed: 0 };
   }

@@ -4,9 +4,18 @@
  */
 import type { PegParseOptions, PegParseResult } from "../peg/parse.js";
 
-/** The part of a PEG arena the chat layer uses (a `PegArena` satisfies it). */
-export interface ChatParser {
+/** Parses one input (a `PegArena`, or the incremental parser it hands out). */
+export interface ChatInputParser {
   parse(input: string | Uint8Array, options?: PegParseOptions): PegParseResult;
+}
+
+/** The part of a PEG arena the chat layer uses (a `PegArena` satisfies it). */
+export interface ChatParser extends ChatInputParser {
+  /**
+   * A parser for a growing input that reuses the work of the previous parse (same results as
+   * `parse`). The session uses it while streaming when the arena offers it.
+   */
+  streamParser?(): ChatInputParser;
 }
 
 export type GrammarTrigger =

@@ -18,7 +18,7 @@ import { diffMessages, toolCallDelta } from "./diff.js";
 import { ChatInput } from "./input.js";
 import { cloneAssistantMessage, emptyAssistantMessage, type AssistantMessage, type ChatDelta, type ToolCallDelta } from "./messages.js";
 import { completeUtf8Prefix, runChatParser } from "./parse.js";
-import type { ChatPlan } from "./plan.js";
+import type { ChatInputParser, ChatPlan } from "./plan.js";
 
 export interface ChatParseErrorEvent {
   type: "parse_error";
@@ -86,6 +86,8 @@ export class ChatSession {
   readonly input: ChatInput;
   private readonly promptLength: number;
   private readonly generateId: (index: number) => string;
+  /** Reuses the previous frame's parse work (the arena's stream parser), when the arena has one. */
+  private readonly streamParser: ChatInputParser | null;
   private readonly ids: string[] = [];
   private readonly headerSent: boolean[] = [];
   private message: AssistantMessage = emptyAssistantMessage();
@@ -102,6 +104,7 @@ export class ChatSession {
     this.promptLength = this.input.length;
     this.consumed = this.promptLength;
     this.generateId = options.generateToolCallId ?? randomToolCallId;
+    this.streamParser = typeof plan.parser?.streamParser === "function" ? plan.parser.streamParser() : null;
   }
 
   /** The message so far. */
@@ -140,7 +143,7 @@ export class ChatSession {
     } else {
       let outcome: ReturnType<typeof runChatParser> | null = null;
       try {
-        outcome = runChatParser(this.plan, this.input.bytes, partial);
+        outcome = runChatParser(this.plan, this.input.bytes, partial, partial ? this.streamParser : null);
       } catch (e) {
         // A parser bug or an exhausted stack must not break the stream either.
         this.startFallback(events, "ERR_CHAT_PARSE", this.consumed, `parser error: ${(e as Error).message}`);
