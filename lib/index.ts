@@ -41,5 +41,5 @@ export { chatPlan, type ChatPlan, type GrammarTrigger } from "./chat/plan.js";
 export type { AssistantMessage, ChatMessage, ChatDelta, ToolCall, ToolCallDelta, ChatContentPart } from "./chat/messages.js";
 export type { ChatTool, ChatToolFunction } from "./chat/tools.js";
 export { buildChatPegParser, chatPegBuilder, ChatPegBuilder } from "./chat/grammar/builder.js";
-export { renderChatTemplate, type ChatRenderRequest } from "./chat/template/index.js";
+export { renderChatTemplate, renderGenerationPrompt, renderTemplate, templateCaps, type ChatRenderRequest, type TemplateCaps } from "./chat/template/index.js";
 export { analyzeTemplate, withOverrides, type TemplateAnalysis, type TemplateAnalysisOverrides } from "./chat/analysis/index.js";
