@@ -42,7 +42,7 @@ if (!env.npm_config_nodedir) {
 const cmakeJs = join(dirname(require.resolve("cmake-js/package.json")), "bin", "cmake-js");
 const jobs = process.env.LLAMAPEG_JOBS ?? String(availableParallelism());
 const backend = process.env.LLAMAPEG_BACKEND;
-const cmdArgs = ["compile", "--directory", root, "--out", join(root, "build"), "--target", target, "--parallel", jobs];
+const cmdArgs = ["build", "--directory", root, "--out", join(root, "build"), "--target", target, "--parallel", jobs];
 if (backend) cmdArgs.push(`--CDLLAMAPEG_BACKEND=${backend}`);
 if (process.env.LLAMAPEG_DEBUG) cmdArgs.push("--debug");
 console.error(`[llamapeg build] cmake-js ${cmdArgs.join(" ")}`);
