@@ -8,7 +8,7 @@
 //          [--ctx N] [--batch N] [--temp F] [--top-k N] [--top-p F] [--min-p F] [--seed N]
 //          [--repeat-penalty F] [--grammar-file F] [--lazy] [--trigger-pattern RE]... [--runs R]
 //          [--print] [--serve]
-// Prints one JSON object: {"runs":[{"generated":N,"totalMs":..,"promptMs":..,"generateMs":..,"cpuMs":..,
+// Prints one JSON object: {"runs":[{"generated":N,"totalMs":..,"promptMs":..,"generateMs":..,"cpuMs":..,"sampleMs":..,
 //   "stop":"eog|length","tokens":[..]}]}. --print writes the generated text to stderr.
 #include <sys/resource.h>
 
@@ -142,7 +142,7 @@ llama_sampler* MakeGrammar(const llama_vocab* vocab, const Args& a) {
 
 struct Run {
   int generated = 0;
-  double totalMs = 0, promptMs = 0, generateMs = 0, cpuMs = 0;
+  double totalMs = 0, promptMs = 0, generateMs = 0, cpuMs = 0, sampleMs = 0;
   const char* stop = "length";
   std::vector<llama_token> tokens;
 };
@@ -169,6 +169,7 @@ Run Generate(llama_context* ctx, const llama_vocab* vocab, const Args& a) {
   r.promptMs = MsSince(t0);
   auto t1 = std::chrono::steady_clock::now();
   for (int i = 0; i < a.nPredict; i++) {
+    auto s0 = std::chrono::steady_clock::now();
     const float* logits = llama_get_logits_ith(ctx, -1);
     fill(logits);
     llama_token_data_array all{cand.data(), cand.size(), -1, false};
@@ -188,11 +189,13 @@ Run Generate(llama_context* ctx, const llama_vocab* vocab, const Args& a) {
       }
     }
     if (llama_vocab_is_eog(vocab, id)) {
+      r.sampleMs += MsSince(s0);
       r.stop = "eog";
       break;
     }
     if (grammar != nullptr) llama_sampler_accept(grammar, id);
     llama_sampler_accept(chain, id);
+    r.sampleMs += MsSince(s0);  // the same span the addon's stats.sampleMs covers
     r.tokens.push_back(id);
     r.generated++;
     // Every real loop turns tokens into text; the addon does the same per token.
@@ -213,8 +216,8 @@ Run Generate(llama_context* ctx, const llama_vocab* vocab, const Args& a) {
 
 
 void PrintRun(const Run& run, bool first) {
-  std::printf("%s{\"generated\":%d,\"totalMs\":%.3f,\"promptMs\":%.3f,\"generateMs\":%.3f,\"cpuMs\":%.3f,\"stop\":\"%s\",\"tokens\":[",
-              first ? "" : ",", run.generated, run.totalMs, run.promptMs, run.generateMs, run.cpuMs, run.stop);
+  std::printf("%s{\"generated\":%d,\"totalMs\":%.3f,\"promptMs\":%.3f,\"generateMs\":%.3f,\"cpuMs\":%.3f,\"sampleMs\":%.3f,\"stop\":\"%s\",\"tokens\":[",
+              first ? "" : ",", run.generated, run.totalMs, run.promptMs, run.generateMs, run.cpuMs, run.sampleMs, run.stop);
   for (size_t i = 0; i < run.tokens.size(); i++) std::printf("%s%d", i == 0 ? "" : ",", run.tokens[i]);
   std::printf("]}");
 }

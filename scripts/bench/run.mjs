@@ -127,6 +127,8 @@ for (const size of opts.models) {
       nodeTokensPerSecond: round(nodeTps),
       cppTokensPerSecond: round(cppTps),
       ratio: round(nodeTps / cppTps, 3),
+      // Best run of each side: on a machine shared with other work, the run least disturbed.
+      bestRatio: round(Math.max(...node.map((x) => x.tps)) / Math.max(...cpp.map((x) => x.tps)), 3),
       nodeCpuMsPerToken: round(nodeCpu, 3),
       cppCpuMsPerToken: round(cppCpu, 3),
       cpuRatio: round(cppCpu / nodeCpu, 3),
@@ -247,13 +249,14 @@ async function runCpp(server, { threads, maxTokens, seed, extra }) {
     cpuMs: round(run.cpuMs),
     promptMs: round(run.promptMs),
     generateMs: round(run.generateMs),
+    sampleMs: round(run.sampleMs),
     stop: run.stop,
     tokens: run.tokens,
   };
 }
 
 function printTable(rep) {
-  const head = ["model", "threads", "variant", "tokens", "Node tok/s", "C++ tok/s", "Node/C++", "Node CPU ms/tok", "C++ CPU ms/tok", "C++/Node CPU", "same tokens"];
+  const head = ["model", "threads", "variant", "tokens", "Node tok/s", "C++ tok/s", "Node/C++", "best/best", "Node CPU ms/tok", "C++ CPU ms/tok", "C++/Node CPU", "same tokens"];
   const rows = rep.cells.map((c) => [
     c.model,
     String(c.threads),
@@ -262,6 +265,7 @@ function printTable(rep) {
     c.nodeTokensPerSecond.toFixed(1),
     c.cppTokensPerSecond.toFixed(1),
     c.ratio.toFixed(3),
+    c.bestRatio === undefined ? "-" : c.bestRatio.toFixed(3),
     c.nodeCpuMsPerToken.toFixed(2),
     c.cppCpuMsPerToken.toFixed(2),
     c.cpuRatio.toFixed(3),
