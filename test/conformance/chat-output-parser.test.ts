@@ -9,6 +9,7 @@
 import { readFileSync, readdirSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildChatOutputParser, type ChatOutputFormat } from "../../lib/chat/grammar/output-parser.js";
+import { buildChatGrammar } from "../../lib/chat/grammar/plan-grammar.js";
 import { parseChatOutput } from "../../lib/chat/parse.js";
 import { chatPlan } from "../../lib/chat/plan.js";
 import { detectSpecializedTemplate } from "../../lib/chat/template/chat-context.js";
@@ -22,7 +23,7 @@ const DIR = new URL("../../vendor/llama.cpp/models/templates/", import.meta.url)
 const TEMPLATES = readdirSync(DIR).filter((f) => f.endsWith(".jinja")).sort();
 const encoder = new TextEncoder();
 let h: Harness;
-const totals = { templates: 0, specialized: 0, autoparser: 0, identicalArenas: 0, parses: 0 };
+const totals = { templates: 0, specialized: 0, autoparser: 0, identicalArenas: 0, grammars: 0, parses: 0 };
 
 beforeAll(async () => {
   h = await getHarness();
@@ -31,7 +32,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await h?.close();
   console.log(
-    `chat output parser conformance: ${totals.templates} templates (${totals.specialized} specialized, not the autoparser's), ${totals.autoparser} template x request variants on the autoparser path (${totals.identicalArenas} identical trees), ${totals.parses} parses compared`,
+    `chat output parser conformance: ${totals.templates} templates (${totals.specialized} specialized, not the autoparser's), ${totals.autoparser} template x request variants on the autoparser path (${totals.identicalArenas} identical trees, ${totals.grammars} identical grammars), ${totals.parses} parses compared`,
   );
 });
 
@@ -153,6 +154,18 @@ describe("chat output parser vs the reference autoparser", () => {
         // The same tree as the reference's, node for node (hence the same GBNF too).
         expect(canonicalArena(arena.toJSON()), `${file} (${v.name})`).toEqual(canonicalArena(applied.result.parser));
         totals.identicalArenas++;
+        // The sampling grammar from the same tree: text, laziness and triggers.
+        const g = buildChatGrammar(arena, format, {
+          tools: v.withTools ? TOOLS : [],
+          toolChoice: v.toolChoice,
+          parallelToolCalls: v.parallel,
+        });
+        expect({ grammar: g.grammar, lazy: g.grammarLazy, triggers: g.grammarTriggers }, `${file} (${v.name}) grammar`).toEqual({
+          grammar: applied.result.grammar,
+          lazy: applied.result.grammar_lazy,
+          triggers: applied.result.grammar_triggers,
+        });
+        totals.grammars++;
         const plan = chatPlan(arena, { generationPrompt: applied.result.generation_prompt });
         const params = { format: "peg-native", generation_prompt: applied.result.generation_prompt, parser_text: applied.result.parser_text };
         for (const text of sampleOutputs(format)) {

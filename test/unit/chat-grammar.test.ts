@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { buildChatPegParser } from "../../lib/chat/grammar/builder.js";
 import { buildChatOutputParser, type ChatOutputFormat } from "../../lib/chat/grammar/output-parser.js";
+import { buildChatGrammar } from "../../lib/chat/grammar/plan-grammar.js";
 import { parseChatOutput } from "../../lib/chat/parse.js";
 import { chatPlan } from "../../lib/chat/plan.js";
 import { TOOLS } from "../fixtures/chat/grammars.js";
@@ -92,5 +93,29 @@ describe("buildChatOutputParser", () => {
     expect(parseChatOutput(p, '<think>r</think> {"a": 1}').content).toBe('{"a": 1}');
     expect(parseChatOutput(p, '```json\n{"a": 2}\n```').content).toBe('{"a": 2}');
     expect(() => parseChatOutput(p, "not json")).toThrow(/does not match/);
+  });
+});
+
+describe("buildChatGrammar", () => {
+  const grammarFor = (req: Parameters<typeof buildChatOutputParser>[1]) => buildChatGrammar(buildChatOutputParser(QWEN_LIKE, req), QWEN_LIKE, req);
+
+  it("tool_choice auto: a lazy grammar triggered by the call marker", () => {
+    const g = grammarFor({ tools: TOOLS });
+    expect([g.grammarLazy, g.grammarTriggers]).toEqual([true, [{ type: "word", value: "<tool_call>" }]]);
+    expect(g.grammar).toMatch(/^root ::= /m);
+    expect(g.grammar).toContain("get_current_weather");
+  });
+
+  it("tool_choice required: applied from the start; none: no grammar", () => {
+    const required = grammarFor({ tools: TOOLS, toolChoice: "required" });
+    expect([required.grammarLazy, required.grammarTriggers, required.grammar !== ""]).toEqual([false, [], true]);
+    expect(grammarFor({ tools: TOOLS, toolChoice: "none" })).toEqual({ grammar: "", grammarLazy: false, grammarTriggers: [] });
+    expect(grammarFor({ tools: [] }).grammar).toBe("");
+  });
+
+  it("a response format constrains from the start", () => {
+    const g = grammarFor({ jsonSchema: { type: "object", properties: { a: { type: "integer" } }, required: ["a"] } });
+    expect(g.grammarLazy).toBe(false);
+    expect(g.grammar).toContain('response-format-schema-a-kv ::= "\\"a\\"" space ":" space integer');
   });
 });

@@ -1,0 +1,54 @@
+/**
+ * The sampling grammar of a plan, from the same tree that parses the output: llama.cpp's
+ * `peg_generator::generate_parser` grammar step. A grammar is emitted for a JSON-schema response
+ * format (applied from the start), or for tools when `tool_choice` is "required" (from the start)
+ * or "auto" with a marker to trigger on (lazy: only once the model writes the section or call
+ * marker, so it can answer in plain text first).
+ */
+import type { PegArena } from "../../peg/arena.js";
+import type { SchemaWarning, UnsupportedMode } from "../../json-schema/index.js";
+import type { GrammarTrigger } from "../plan.js";
+import { toolFunctions, toolParameters } from "../tools.js";
+import type { ChatOutputFormat, ChatOutputRequest } from "./output-parser.js";
+
+export interface ChatGrammar {
+  /** GBNF; "" when generation is not constrained. */
+  grammar: string;
+  grammarLazy: boolean;
+  grammarTriggers: GrammarTrigger[];
+}
+
+export interface ChatGrammarOptions {
+  /** Schema keywords the grammar cannot enforce: fail (default) or leave out with a warning. */
+  unsupported?: UnsupportedMode;
+  warnings?: SchemaWarning[];
+}
+
+/** The grammar, laziness and triggers for `arena` (built by `buildChatOutputParser(format, req)`). */
+export function buildChatGrammar(arena: PegArena, format: ChatOutputFormat, req: ChatOutputRequest, options: ChatGrammarOptions = {}): ChatGrammar {
+  const tools = req.tools ?? [];
+  const choice = req.toolChoice ?? "auto";
+  const hasTools = format.tools.format.mode !== "none" && tools.length > 0;
+  const f = format.tools.format;
+  const trigger = f.sectionStart !== "" ? f.sectionStart : f.perCallStart;
+  const schema = req.jsonSchema;
+  const hasResponseFormat = schema !== null && schema !== undefined && typeof schema === "object" && Object.keys(schema).length > 0;
+  const include = hasResponseFormat || (hasTools && ((choice === "auto" && trigger !== "") || choice === "required"));
+  if (!include) return { grammar: "", grammarLazy: false, grammarTriggers: [] };
+  const lazy = !hasResponseFormat && choice === "auto";
+  const resolveRefs: unknown[] = toolFunctions(tools).map((fn) => toolParameters(fn));
+  if (hasResponseFormat) resolveRefs.push(schema);
+  const grammar = arena.toGbnf({
+    lazy,
+    resolveRefs,
+    ...(options.unsupported === undefined ? {} : { unsupported: options.unsupported }),
+    ...(options.warnings === undefined ? {} : { warnings: options.warnings }),
+  });
+  const grammarTriggers: GrammarTrigger[] = [];
+  if (lazy) {
+    grammarTriggers.push({ type: "word", value: trigger });
+    // Models that echo the OpenAI wrapper start their call with it.
+    if (f.openaiWrapperTrigger) grammarTriggers.push({ type: "word", value: '{"type": "function",' });
+  }
+  return { grammar, grammarLazy: lazy, grammarTriggers };
+}
