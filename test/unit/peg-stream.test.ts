@@ -37,7 +37,7 @@ describe("PEG stream parser (growing input)", () => {
         checkStream(toolArena, bytes, Array.from({ length: bytes.length + 1 }, (_, i) => i));
         checkStream(toolArena, bytes, cuts);
       }),
-      { numRuns: 40 },
+      { numRuns: 15 },
     );
   });
 
