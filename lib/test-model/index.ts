@@ -31,9 +31,11 @@ const BASE: Omit<TestModelOptions, "nEmbd" | "nLayer" | "nHead" | "nHeadKv" | "n
 };
 
 /**
- * "tiny": ~20M parameters, nearly all in the two 151936-row vocabulary matrices; a decode step is
- * cheap, so sampling over the full vocabulary is a large share of each token.
- * "small": ~94M parameters (12 layers of width 256 + untied embeddings); decode dominates.
+ * "tiny": 19.5M parameters, nearly all in the two 151936-row vocabulary matrices; about 1.5 ms
+ * per token on one core, so fixed per-token costs (sampling over the full vocabulary: 12-15 %,
+ * a binding's hand-off) show most. Narrower rows were slower in ggml's F16 kernels, not faster.
+ * "small": 94.3M parameters (12 layers of width 256 + untied embeddings); decode dominates.
+ * Measurements: docs/bench.md.
  */
 export const TEST_MODEL_PRESETS: Readonly<Record<TestModelSize, TestModelOptions>> = {
   tiny: { ...BASE, name: "llamapeg-test-tiny", nEmbd: 64, nLayer: 2, nHead: 4, nHeadKv: 2, nFf: 192 },
