@@ -120,7 +120,7 @@ describe("grammar", () => {
     expect(lazy.tokens).toEqual(free.tokens);
   });
 
-  it("an invalid GBNF is ERR_GRAMMAR_INVALID with llama.cpp's own message; nothing goes to stderr", async () => {
+  it("an invalid GBNF is ERR_GRAMMAR_INVALID carrying llama.cpp's own message; the context stays usable", async () => {
     const cases: Array<[string, string | undefined, string]> = [
       ['root ::= "abc', undefined, "unexpected end of input"],
       ["root ::= foo", undefined, "Undefined rule identifier 'foo'"],
