@@ -27,8 +27,8 @@ export {
 export { ensureTestModel, writeTestModel, type TestModelSize } from "./test-model/index.js";
 
 // PEG engine and grammars
-export { PegArena, PegBuilder, PegParser, pegBuilder, buildPegParser } from "./peg/index.js";
-export type { PegParseOptions, PegParseResult, PegParseType, PegAst, PegAstNode, PegArenaJson } from "./peg/index.js";
+export { PegArena, PegStreamParser, PegBuilder, PegParser, pegBuilder, buildPegParser } from "./peg/index.js";
+export type { PegParseOptions, PegParseResult, PegParseType, PegAst, PegAstId, PegAstNode, PegArenaJson } from "./peg/index.js";
 export { jsonSchemaToGbnf, compileJsonSchema, buildGrammar, gbnfFormatLiteral, SchemaInfo } from "./json-schema/index.js";
 export type { CompileOptions, CompiledSchema, GrammarBuilder, GrammarOptions as GbnfGrammarOptions, SchemaWarning, UnsupportedMode } from "./json-schema/index.js";
 
