@@ -1,6 +1,6 @@
-// Leaving the process while a generation thread runs must not crash it: process.exit() and
+// Child processes: leaving while a generation thread runs must not crash (process.exit() and
 // uncaught exceptions skip environment teardown, so the addon stops its threads from the "exit"
-// hook before llama.cpp's statics are destroyed.
+// hook before llama.cpp's statics are destroyed), and without a logger nothing reaches stderr.
 import { spawnSync } from "node:child_process";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
@@ -30,5 +30,15 @@ describe("process exit during a generation", () => {
     const r = run(mode);
     expect(r.signal, r.stderr).toBeNull();
     expect(r.status, r.stderr).toBe(status);
+  });
+});
+
+describe("quiet by default", () => {
+  it("loading, failing grammars and generating print nothing to stderr without a logger", () => {
+    const quiet = join(import.meta.dirname, "fixtures", "quiet.mjs");
+    const r = spawnSync(process.execPath, [quiet, packageRoot, modelPath], { encoding: "utf8", timeout: 60_000 });
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout.trim().split("\n")).toEqual(["ERR_GRAMMAR_INVALID", "ERR_GRAMMAR_INVALID", "ERR_GRAMMAR_INVALID", "done"]);
+    expect(r.stderr).toBe("");
   });
 });
