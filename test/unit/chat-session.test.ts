@@ -109,6 +109,30 @@ describe("ChatSession over hand-built grammars", () => {
         expect(flickered).toBe(g.flickers !== undefined);
       });
 
+      it("keeps the contract for mutated outputs (cuts, repeats, inserted fragments of the format), any chunking", () => {
+        const texts = [...g.valid, ...g.broken];
+        const mutation = fc.tuple(fc.constantFrom("delete", "repeat", "insert"), fc.nat(), fc.nat(40), fc.nat(), fc.nat());
+        fc.assert(
+          fc.property(fc.nat(texts.length - 1), fc.array(mutation, { minLength: 1, maxLength: 3 }), fc.array(fc.nat(400), { maxLength: 20 }), (which, muts, cuts) => {
+            let text = texts[which]!;
+            for (const [kind, at, len, from, other] of muts) {
+              const i = at % (text.length + 1);
+              const j = Math.min(text.length, i + len);
+              if (kind === "delete") text = text.slice(0, i) + text.slice(j);
+              else if (kind === "repeat") text = text.slice(0, j) + text.slice(i, j) + text.slice(j);
+              else {
+                // A fragment of another output of the same format: its markers, quotes, braces...
+                const src = texts[other % texts.length]!;
+                const k = from % (src.length + 1);
+                text = text.slice(0, i) + src.slice(k, k + len) + text.slice(i);
+              }
+            }
+            checkStream(stream(plan, encoder.encode(text), cuts));
+          }),
+          { numRuns: 60 },
+        );
+      });
+
       it("keeps the contract for any chunking of valid and broken outputs", () => {
         const texts = [...g.valid, ...g.broken];
         fc.assert(
