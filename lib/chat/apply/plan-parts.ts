@@ -1,0 +1,53 @@
+/**
+ * Pieces every apply path shares: the prompt and generation prompt renders, and the GBNF export of
+ * the plan's parser with the tools' schemas registered first (as chat.cpp's `build_grammar` calls do).
+ */
+import type { PegArena } from "../../peg/arena.js";
+import type { ChatRenderRequest } from "../template/chat-context.js";
+import { renderChatTemplate, renderGenerationPrompt } from "../template/chat-render.js";
+import { toolFunctions, toolParameters } from "../tools.js";
+import type { GrammarTrigger } from "../plan.js";
+import type { NormalizedApplyRequest } from "./request.js";
+
+/** The render request the template layer takes. */
+export function renderRequest(req: NormalizedApplyRequest, overrides: Partial<ChatRenderRequest> = {}): ChatRenderRequest {
+  return {
+    messages: req.messages,
+    ...(req.tools !== null ? { tools: req.tools } : {}),
+    add_generation_prompt: req.addGenerationPrompt,
+    enable_thinking: req.enableThinking,
+    ...(req.chatTemplateKwargs !== undefined ? { chat_template_kwargs: req.chatTemplateKwargs } : {}),
+    bos_token: req.bosToken,
+    eos_token: req.eosToken,
+    now: req.now,
+    ...(req.jsonSchema !== null ? { json_schema: req.jsonSchema } : {}),
+    ...overrides,
+  };
+}
+
+export interface Prompts {
+  prompt: string;
+  generationPrompt: string;
+}
+
+/** `common_chat_template_direct_apply` and `common_chat_template_generation_prompt`. */
+export function renderPrompts(source: string, req: NormalizedApplyRequest, overrides: Partial<ChatRenderRequest> = {}): Prompts {
+  const r = renderRequest(req, overrides);
+  return { prompt: renderChatTemplate(source, r), generationPrompt: renderGenerationPrompt(source, r) };
+}
+
+/** The GBNF of `arena` with the tools' parameter schemas (then the response schema) registered first. */
+export function planGrammar(arena: PegArena, req: NormalizedApplyRequest, lazy: boolean, withResponseSchema: boolean): string {
+  const refs: unknown[] = toolFunctions(req.tools ?? []).map((fn) => toolParameters(fn));
+  if (withResponseSchema && req.jsonSchema !== null) refs.push(req.jsonSchema);
+  return arena.toGbnf({ lazy, resolveRefs: refs });
+}
+
+export const word = (value: string): GrammarTrigger => ({ type: "word", value });
+export const pattern = (value: string): GrammarTrigger => ({ type: "pattern", value });
+export const patternFull = (value: string): GrammarTrigger => ({ type: "pattern_full", value });
+
+/** C `isspace` trim, as the reference's `trim_whitespace`. */
+export function trimWs(s: string): string {
+  return s.replace(/^[ \t\n\v\f\r]+/, "").replace(/[ \t\n\v\f\r]+$/, "");
+}

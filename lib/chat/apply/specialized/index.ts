@@ -1,0 +1,17 @@
+/**
+ * The specialized formats llama.cpp builds by hand (`common_chat_params_init_*`), keyed by the kind
+ * `detectSpecializedTemplate` finds. A kind without a handler here falls back to the analysis path
+ * (documented in docs/apply.md).
+ */
+import type { SpecializedKind } from "../../template/chat-context.js";
+import type { NormalizedApplyRequest } from "../request.js";
+import type { AppliedChatPlan } from "../types.js";
+import { applyKimiK2 } from "./kimi-k2.js";
+import { applyQwen3Coder } from "./qwen3-coder.js";
+
+export type SpecializedHandler = (source: string, req: NormalizedApplyRequest) => AppliedChatPlan;
+
+export const SPECIALIZED_HANDLERS: Partial<Record<SpecializedKind, SpecializedHandler>> = {
+  "kimi-k2": applyKimiK2,
+  "qwen3-coder": applyQwen3Coder,
+};

@@ -1,0 +1,379 @@
+/**
+ * applyChatTemplate vs llama.cpp's common_chat_templates_apply (harness `chat.templates_apply`) on
+ * every vendored template x every conversation in test/fixtures/apply/conversations.json:
+ * identical prompt, grammar, laziness, triggers, preserved tokens, stops, generation prompt; then,
+ * for the text the template itself renders for the expected assistant message, the same parsed
+ * message as the reference's `chat.parse`, whole and at every prefix (sampled for long outputs
+ * unless LLAMAPEG_APPLY_FULL_SWEEP=1). Round trip: that text parses back to the expected message.
+ *
+ * Known differences (with the reason) live in test/fixtures/apply/parity-baseline.json: a new
+ * difference fails, one that went away is reported. LLAMAPEG_WRITE_APPLY_DOCS=1 regenerates the
+ * table in docs/apply.md and LLAMAPEG_WRITE_APPLY_BASELINE=1 the baseline (reasons kept).
+ */
+import fs from "node:fs";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { applyChatTemplate, type AppliedChatPlan } from "../../lib/chat/apply/index.js";
+import { SPECIALIZED_HANDLERS } from "../../lib/chat/apply/specialized/index.js";
+import { parseChatOutput } from "../../lib/chat/parse.js";
+import { detectSpecializedTemplate } from "../../lib/chat/template/chat-context.js";
+import { LlamapegError } from "../../lib/errors.js";
+import { getHarness, type Harness } from "../support/harness.js";
+import { b64, cutsCharacter, normOurs, normRef, type NormMsg, type RefMsg } from "./chat-compare.js";
+
+process.env.TZ = "UTC"; // the harness runs in UTC with a fixed clock
+
+const ROOT = path.resolve(import.meta.dirname, "../..");
+const TEMPLATES = path.join(ROOT, "vendor/llama.cpp/models/templates");
+const FIXTURES = path.join(ROOT, "test/fixtures/apply");
+const NOW = "2026-01-31T12:00:00Z";
+const BOS = "<s>";
+const EOS = "</s>";
+const FULL_SWEEP = process.env.LLAMAPEG_APPLY_FULL_SWEEP === "1";
+/** Prefixes (partial parses) compared per output unless FULL_SWEEP: evenly spaced, plus the end. */
+const SAMPLE = 24;
+
+interface Conversation {
+  name: string;
+  description: string;
+  messages: Record<string, unknown>[];
+  tools?: unknown[];
+  tool_choice?: "auto" | "required" | "none";
+  parallel_tool_calls?: boolean;
+  reasoning_format: "none" | "auto";
+  response_format?: { type: "json_schema"; json_schema: { schema: Record<string, unknown> } };
+  expected: Record<string, unknown> & { content?: string; reasoning_content?: string; tool_calls?: { function: { name: string; arguments: string } }[] };
+}
+
+const FIELDS = ["prompt", "grammar", "grammarLazy", "grammarTriggers", "preservedTokens", "additionalStops", "generationPrompt", "thinking", "parse"] as const;
+type Field = (typeof FIELDS)[number];
+
+interface Outcome {
+  /** Fields that differ, with a short description. */
+  diffs: Partial<Record<Field, string>>;
+  /** Both sides raised (the reference's and our message). */
+  bothRaise?: string;
+  /** Parse comparisons made (cuts), and the round trip. */
+  parses: number;
+  roundTrip: "ok" | "differs" | "no-output" | "n/a";
+  roundTripNote?: string;
+  /** The whole output: our strict complete parse rejects it or reads it otherwise, while our partial parse gives the reference's (lenient) message. */
+  strictComplete?: boolean;
+}
+
+interface Baseline {
+  /** "template|conversation|field" -> why */
+  [key: string]: string;
+}
+
+const templates = fs.readdirSync(TEMPLATES).filter((f) => f.endsWith(".jinja")).sort();
+const conversations = JSON.parse(fs.readFileSync(path.join(FIXTURES, "conversations.json"), "utf8")) as Conversation[];
+const baselinePath = path.join(FIXTURES, "parity-baseline.json");
+const baseline: Baseline = fs.existsSync(baselinePath) ? (JSON.parse(fs.readFileSync(baselinePath, "utf8")) as Baseline) : {};
+const results = new Map<string, Map<string, Outcome>>();
+const encoder = new TextEncoder();
+let h: Harness;
+
+beforeAll(async () => {
+  h = await getHarness();
+});
+
+afterAll(async () => {
+  await h?.close();
+  const s = summarize();
+  console.log(`applyChatTemplate conformance: ${JSON.stringify(s)}`);
+  if (process.env.LLAMAPEG_WRITE_APPLY_DOCS) writeDocs(s);
+  if (process.env.LLAMAPEG_WRITE_APPLY_BASELINE) writeBaseline();
+});
+
+function referenceRequest(conv: Conversation, messages: unknown[], addGenerationPrompt: boolean): Record<string, unknown> {
+  return {
+    messages,
+    ...(conv.tools ? { tools: conv.tools, tool_choice: conv.tool_choice ?? "auto", parallel_tool_calls: conv.parallel_tool_calls ?? false } : {}),
+    ...(conv.response_format ? { json_schema: conv.response_format.json_schema.schema } : {}),
+    reasoning_format: conv.reasoning_format,
+    add_generation_prompt: addGenerationPrompt,
+    now: NOW,
+  };
+}
+
+function firstDifference(a: string, b: string): string {
+  let i = 0;
+  while (i < a.length && i < b.length && a[i] === b[i]) i++;
+  return `at ${i}: reference ${JSON.stringify(a.slice(i, i + 50))} vs ours ${JSON.stringify(b.slice(i, i + 50))}`;
+}
+
+function sameJson(a: unknown, b: unknown): boolean {
+  return JSON.stringify(a) === JSON.stringify(b);
+}
+
+/**
+ * The text the model would write for `expected`: the render of the conversation with that reply
+ * (no generation prompt), after the prompt without the generation prompt, must start with the
+ * generation prompt (or with it minus a trailing thinking start tag, for templates whose history
+ * shows only `</think>`); what follows, minus the end-of-turn suffix (the common suffix with a
+ * render of a different reply), is the output. null when the template renders the reply otherwise.
+ */
+async function renderedOutput(source: string, conv: Conversation, generationPrompt: string, thinkingStart: string): Promise<string | null> {
+  const render = async (messages: unknown[]): Promise<string | null> => {
+    const r = await h.request<{ prompt: string }>("chat.templates_apply", {
+      template: source,
+      bos_token: BOS,
+      eos_token: EOS,
+      request: referenceRequest(conv, messages, false),
+    });
+    return r.ok ? r.result!.prompt : null;
+  };
+  const [base, full, other] = await Promise.all([
+    render(conv.messages),
+    render([...conv.messages, conv.expected]),
+    render([...conv.messages, { role: "assistant", content: "Zq" }]),
+  ]);
+  if (base === null || full === null || other === null || !full.startsWith(base)) return null;
+  let turn = full.slice(base.length);
+  if (turn.startsWith(generationPrompt)) turn = turn.slice(generationPrompt.length);
+  else if (thinkingStart !== "" && generationPrompt.trimEnd().endsWith(thinkingStart)) {
+    const head = generationPrompt.slice(0, generationPrompt.trimEnd().length - thinkingStart.length);
+    if (!turn.startsWith(head)) return null;
+    turn = turn.slice(head.length);
+  } else return null;
+  let suffix = 0;
+  while (suffix < turn.length && suffix < other.length && turn[turn.length - 1 - suffix] === other[other.length - 1 - suffix]) suffix++;
+  return turn.slice(0, turn.length - suffix);
+}
+
+function cutsFor(bytes: Uint8Array): number[] {
+  const all = [...Array(bytes.length).keys()].filter((c) => !cutsCharacter(bytes, c));
+  if (FULL_SWEEP || all.length <= SAMPLE) return all;
+  // evenly spaced cuts plus the last 6 bytes (where the closing markers sit)
+  const step = all.length / (SAMPLE - 6);
+  const picked = new Set<number>();
+  for (let i = 0; i < SAMPLE - 6; i++) picked.add(all[Math.floor(i * step)]!);
+  for (const c of all.slice(-6)) picked.add(c);
+  return [...picked].sort((a, b) => a - b);
+}
+
+function expectedNorm(conv: Conversation): NormMsg {
+  const e = conv.expected;
+  return normOurs({
+    role: "assistant",
+    content: e.content ?? "",
+    reasoning_content: e.reasoning_content ?? "",
+    tool_calls: (e.tool_calls ?? []).map((c) => ({ id: "", type: "function", function: { name: c.function.name, arguments: c.function.arguments } })),
+  } as never);
+}
+
+function dropIds(m: NormMsg): NormMsg {
+  return { ...m, tool_calls: m.tool_calls.map((c) => ({ ...c, id: "" })) };
+}
+
+async function compareOne(source: string, conv: Conversation): Promise<Outcome> {
+  const out: Outcome = { diffs: {}, parses: 0, roundTrip: "n/a" };
+  const ref = await h.request<any>("chat.templates_apply", { template: source, bos_token: BOS, eos_token: EOS, request: referenceRequest(conv, conv.messages, true) });
+  let ours: AppliedChatPlan | LlamapegError;
+  try {
+    ours = applyChatTemplate(source, {
+      messages: conv.messages,
+      ...(conv.tools ? { tools: conv.tools, tool_choice: conv.tool_choice ?? "auto", parallel_tool_calls: conv.parallel_tool_calls ?? false } : {}),
+      ...(conv.response_format ? { response_format: conv.response_format } : {}),
+      reasoning_format: conv.reasoning_format,
+      bos_token: BOS,
+      eos_token: EOS,
+      now: new Date(NOW),
+    } as never);
+  } catch (e) {
+    if (!(e instanceof LlamapegError)) throw e;
+    ours = e;
+  }
+  if (!ref.ok || ours instanceof LlamapegError) {
+    if (!ref.ok && ours instanceof LlamapegError) out.bothRaise = `reference: ${String(ref.error).slice(0, 100)}; ours: ${ours.code} ${ours.message.slice(0, 100)}`;
+    else out.diffs.prompt = ref.ok ? `we raise: ${(ours as LlamapegError).message.slice(0, 120)}` : `the reference raises: ${String(ref.error).slice(0, 120)}`;
+    return out;
+  }
+  const r = ref.result;
+  if (r.prompt !== ours.prompt) out.diffs.prompt = firstDifference(r.prompt, ours.prompt);
+  if (r.grammar !== ours.grammar) out.diffs.grammar = firstDifference(r.grammar, ours.grammar);
+  if (r.grammar_lazy !== ours.grammarLazy) out.diffs.grammarLazy = `reference ${r.grammar_lazy}, ours ${ours.grammarLazy}`;
+  const refTriggers = (r.grammar_triggers as { type: string; value: string }[]).map((t) => ({ type: t.type, value: t.value }));
+  const ourTriggers = ours.grammarTriggers.map((t) => ({ type: t.type, value: t.value }));
+  if (!sameJson(refTriggers, ourTriggers)) out.diffs.grammarTriggers = `reference ${JSON.stringify(refTriggers)}, ours ${JSON.stringify(ourTriggers)}`;
+  if (!sameJson(r.preserved_tokens, ours.preservedTokens)) out.diffs.preservedTokens = `reference ${JSON.stringify(r.preserved_tokens)}, ours ${JSON.stringify(ours.preservedTokens)}`;
+  if (!sameJson(r.additional_stops, ours.additionalStops)) out.diffs.additionalStops = `reference ${JSON.stringify(r.additional_stops)}, ours ${JSON.stringify(ours.additionalStops)}`;
+  if (r.generation_prompt !== ours.generationPrompt) out.diffs.generationPrompt = firstDifference(r.generation_prompt, ours.generationPrompt);
+  const refThinking = { start: r.thinking_start_tag, ends: r.thinking_end_tags };
+  const ourThinking = { start: ours.thinkingStartTag, ends: ours.thinkingEndTags };
+  if (!sameJson(refThinking, ourThinking)) out.diffs.thinking = `reference ${JSON.stringify(refThinking)}, ours ${JSON.stringify(ourThinking)}`;
+
+  // Parse: the template's own rendering of the expected message, whole and cut.
+  const text = await renderedOutput(source, conv, r.generation_prompt, r.thinking_start_tag);
+  if (text === null || text === "") {
+    out.roundTrip = "no-output";
+    return out;
+  }
+  const bytes = encoder.encode(text);
+  const params = { format: r.format, generation_prompt: r.generation_prompt, parser_text: r.parser_text };
+  const cuts = cutsFor(bytes);
+  const refs = await Promise.all(
+    cuts.map((cut) => h.request<{ msg: RefMsg }>("chat.parse", { params, text_b64: b64(bytes.subarray(0, cut)), partial: true })),
+  );
+  // the whole text, parsed as complete, by both
+  const refWhole = await h.request<{ msg: RefMsg }>("chat.parse", { params, text_b64: b64(bytes), partial: false });
+  const compareAt = (cut: number, partial: boolean, refAt: { ok: boolean; result?: { msg: RefMsg }; error?: string }): string | null => {
+    out.parses++;
+    let mine: NormMsg | null = null;
+    try {
+      mine = normOurs(parseChatOutput(ours as AppliedChatPlan, bytes.subarray(0, cut), { partial }));
+    } catch (e) {
+      if (!(e instanceof LlamapegError)) throw e;
+    }
+    if (!refAt.ok && mine === null) return null;
+    if (!refAt.ok) return `cut ${cut}${partial ? "" : " (complete)"}: the reference rejects (${String(refAt.error).slice(0, 80)}), we accept`;
+    if (mine === null) return `cut ${cut}${partial ? "" : " (complete)"}: we reject, the reference accepts`;
+    const theirs = normRef(refAt.result!.msg);
+    return sameJson(mine, theirs) ? null : `cut ${cut}${partial ? "" : " (complete)"}: reference ${JSON.stringify(theirs).slice(0, 150)} vs ours ${JSON.stringify(mine).slice(0, 150)}`;
+  };
+  let parseDiff: string | null = null;
+  cuts.forEach((cut, i) => {
+    const d = compareAt(cut, true, refs[i]!);
+    if (d !== null && parseDiff === null) parseDiff = d;
+  });
+  // The reference parses a final message leniently; ours is strict (docs/chat.md). Where only that
+  // differs (we reject as complete, and as partial give the reference's message), it is counted apart.
+  let whole = compareAt(bytes.length, false, refWhole);
+  if (whole !== null && compareAt(bytes.length, true, refWhole) === null) {
+    out.strictComplete = true;
+    whole = null;
+  }
+  if (whole !== null && parseDiff === null) parseDiff = whole;
+  if (parseDiff !== null) out.diffs.parse = `${JSON.stringify(text.slice(0, 80))}: ${parseDiff}`;
+
+  // Round trip: our complete parse gives back the expected message (ids aside).
+  try {
+    const back = dropIds(normOurs(parseChatOutput(ours, bytes)));
+    const want = expectedNorm(conv);
+    out.roundTrip = sameJson(back, want) ? "ok" : "differs";
+    if (out.roundTrip === "differs") out.roundTripNote = `${JSON.stringify(text.slice(0, 60))} -> ${JSON.stringify(back).slice(0, 120)}`;
+  } catch (e) {
+    out.roundTrip = "differs";
+    out.roundTripNote = `${JSON.stringify(text.slice(0, 60))}: ${(e as Error).message.slice(0, 100)}`;
+  }
+  return out;
+}
+
+describe("applyChatTemplate vs common_chat_templates_apply", () => {
+  for (const file of templates) {
+    const name = file.replace(/\.jinja$/, "");
+    it(name, async () => {
+      const source = fs.readFileSync(path.join(TEMPLATES, file), "utf8");
+      const perConv = new Map<string, Outcome>();
+      results.set(name, perConv);
+      const unexpected: string[] = [];
+      for (const conv of conversations) {
+        const o = await compareOne(source, conv);
+        perConv.set(conv.name, o);
+        for (const [field, why] of Object.entries(o.diffs)) {
+          if (baseline[`${name}|${conv.name}|${field}`] === undefined) unexpected.push(`${conv.name} ${field}: ${why}`);
+        }
+      }
+      expect(unexpected, `${name}: differences not in the baseline`).toEqual([]);
+    }, 120_000);
+  }
+});
+
+interface Summary {
+  templates: number;
+  conversations: number;
+  cases: number;
+  identical: number;
+  bothRaise: number;
+  byField: Record<string, number>;
+  parses: number;
+  roundTrip: Record<string, number>;
+  strictComplete: number;
+  fullSweep: boolean;
+}
+
+function summarize(): Summary {
+  const byField: Record<string, number> = Object.fromEntries(FIELDS.map((f) => [f, 0]));
+  const roundTrip: Record<string, number> = { ok: 0, differs: 0, "no-output": 0, "n/a": 0 };
+  let cases = 0;
+  let identical = 0;
+  let bothRaise = 0;
+  let parses = 0;
+  let strictComplete = 0;
+  for (const per of results.values()) {
+    for (const o of per.values()) {
+      cases++;
+      if (o.strictComplete) strictComplete++;
+      if (o.bothRaise !== undefined) bothRaise++;
+      const fields = Object.keys(o.diffs) as Field[];
+      if (fields.length === 0) identical++;
+      for (const f of FIELDS) if (o.diffs[f] === undefined) byField[f]!++;
+      parses += o.parses;
+      roundTrip[o.roundTrip]!++;
+    }
+  }
+  return { templates: results.size, conversations: conversations.length, cases, identical, bothRaise, byField, parses, roundTrip, strictComplete, fullSweep: FULL_SWEEP };
+}
+
+/** A first reason for a new difference; a person edits the baseline afterwards. */
+function explain(name: string, field: string, why: string): string {
+  const source = fs.readFileSync(path.join(TEMPLATES, `${name}.jinja`), "utf8");
+  const kind = detectSpecializedTemplate(source);
+  if (kind !== undefined && SPECIALIZED_HANDLERS[kind] === undefined) return `specialized format ${kind} has no handler yet: the analysis path is used instead of the reference's hand-written one`;
+  return `TODO: explain (${field}: ${why.slice(0, 160)})`;
+}
+
+function writeBaseline(): void {
+  const out: Baseline = {};
+  for (const [name, per] of results) {
+    for (const [conv, o] of per) {
+      for (const [field, why] of Object.entries(o.diffs)) {
+        const key = `${name}|${conv}|${field}`;
+        out[key] = baseline[key] ?? explain(name, field, why);
+      }
+    }
+  }
+  fs.writeFileSync(baselinePath, `${JSON.stringify(out, null, 1)}\n`);
+}
+
+function writeDocs(s: Summary): void {
+  const docPath = path.join(ROOT, "docs/apply.md");
+  const lines: string[] = [];
+  lines.push(
+    `${s.identical} of ${s.cases} template x conversation cases identical in every field (${s.templates} templates x ${s.conversations} conversations; ${s.bothRaise} where both raise count as identical).`,
+    "",
+    `By field (cases identical / ${s.cases}): ${FIELDS.map((f) => `${f} ${s.byField[f]}`).join(", ")}.`,
+    "",
+    `Parses compared: ${s.parses} (${s.fullSweep ? "every prefix" : `${SAMPLE} prefixes per output (evenly spaced + the last 6 bytes)`}). Round trip (the template's rendering of the expected message parses back to it): ${s.roundTrip.ok} ok, ${s.roundTrip.differs} differ, ${s.roundTrip["no-output"]} where the template's rendering of the reply does not continue the generation prompt (or it raises). Whole outputs our strict complete parse rejects while the reference's lenient one accepts (same message as our partial parse): ${s.strictComplete}.`,
+    "",
+    "| template | specialized | identical | differs (conversation: fields) | round trip ok | strict complete | why |",
+    "| --- | --- | --- | --- | --- | --- | --- |",
+  );
+  for (const [name, per] of results) {
+    const source = fs.readFileSync(path.join(TEMPLATES, `${name}.jinja`), "utf8");
+    let same = 0;
+    let rt = 0;
+    const strict: string[] = [];
+    const differs: string[] = [];
+    const whys = new Set<string>();
+    for (const [conv, o] of per) {
+      const fields = Object.keys(o.diffs);
+      if (fields.length === 0) same++;
+      else {
+        differs.push(`${conv}: ${fields.join(", ")}`);
+        for (const f of fields) whys.add(baseline[`${name}|${conv}|${f}`] ?? "new");
+      }
+      if (o.roundTrip === "ok") rt++;
+      if (o.strictComplete) strict.push(conv);
+    }
+    lines.push(`| ${name} | ${detectSpecializedTemplate(source) ?? ""} | ${same}/${per.size} | ${differs.join("; ")} | ${rt}/${per.size} | ${strict.join(", ")} | ${[...whys].join("; ").replace(/\|/g, "\\|")} |`);
+  }
+  const doc = fs.readFileSync(docPath, "utf8");
+  const begin = "<!-- apply-table:begin -->";
+  const end = "<!-- apply-table:end -->";
+  const a = doc.indexOf(begin);
+  const b = doc.indexOf(end);
+  if (a === -1 || b === -1) throw new Error("docs/apply.md lacks the table markers");
+  fs.writeFileSync(docPath, `${doc.slice(0, a + begin.length)}\n${lines.join("\n")}\n${doc.slice(b)}`);
+}
