@@ -133,6 +133,21 @@ describe("ChatSession over hand-built grammars", () => {
         );
       });
 
+      it("streams the same frames through the arena's incremental parser as through plain re-parses", () => {
+        const arena = plan.parser!;
+        expect(typeof arena.streamParser).toBe("function");
+        // Same arena, but without streamParser: every frame is a fresh parse.
+        const plain: ChatPlan = { ...plan, parser: { parse: (input, options) => arena.parse(input, options) } };
+        const texts = [...g.valid, ...g.broken];
+        fc.assert(
+          fc.property(fc.nat(texts.length - 1), fc.array(fc.nat(400), { maxLength: 25 }), (which, cuts) => {
+            const bytes = encoder.encode(texts[which]!);
+            expect(stream(plan, bytes, cuts)).toEqual(stream(plain, bytes, cuts));
+          }),
+          { numRuns: 25 },
+        );
+      });
+
       it("keeps the contract for any chunking of valid and broken outputs", () => {
         const texts = [...g.valid, ...g.broken];
         fc.assert(
