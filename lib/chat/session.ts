@@ -26,6 +26,8 @@ export interface ChatParseErrorEvent {
   code: LlamapegErrorCode;
   /** Byte offset in the model output (generation prompt excluded) where the problem was found. */
   position: number;
+  /** The token that wrote the byte at `position` (from the ids given to `feed`), or null. */
+  token: number | null;
   message: string;
 }
 
@@ -163,7 +165,7 @@ export class ChatSession {
 
   private startFallback(events: ChatEvent[], code: LlamapegErrorCode, pos: number, message: string): void {
     const position = Math.max(0, pos - this.promptLength);
-    events.push({ type: "parse_error", code, position, message: `${message} (byte ${position}); the rest is streamed as content` });
+    events.push({ type: "parse_error", code, position, token: this.tokenAt(position), message: `${message} (byte ${position}); the rest is streamed as content` });
     this.fallbackFrom = this.consumed;
     this.fallbackDecoded = this.consumed;
   }
@@ -198,6 +200,7 @@ export class ChatSession {
         type: "parse_error",
         code: "ERR_CHAT_DIFF",
         position: Math.max(0, this.consumed - this.promptLength),
+        token: this.tokenAt(Math.max(0, this.consumed - this.promptLength)),
         message: `the complete parse does not extend what was streamed (${problem}); the unparsed rest is kept as content`,
       });
       this.fallbackFrom = this.consumed;
@@ -209,6 +212,12 @@ export class ChatSession {
     this.message = next;
     this.consumed = consumed;
     return { message: next, deltas, events };
+  }
+
+  /** The token covering output byte `position` (null past the end or where no token was given). */
+  private tokenAt(position: number): number | null {
+    const at = position + this.promptLength;
+    return at < this.input.length && at >= this.promptLength ? this.input.tokenCovering(at) : null;
   }
 
   /** Ids by index: the first id seen for an index (the model's, else generated) is kept. */

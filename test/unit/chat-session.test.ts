@@ -174,6 +174,9 @@ describe("ChatSession failure handling", () => {
     expect(e).toMatchObject({ type: "parse_error", code: "ERR_CHAT_PARSE" });
     expect(e.position).toBeGreaterThan(0);
     expect(e.position).toBeLessThanOrEqual(encoder.encode(text).length);
+    // stream() gives each piece the byte offset it starts at as its token id: a byte-by-byte feed
+    // makes the token the position itself.
+    expect(e.token).toBe(e.position);
     // No text is lost: reasoning and content so far, then everything unparsed as content.
     expect(s.final.reasoning_content).toBe("ok");
     expect(s.final.content).toBe(`Hi<tool_call>[{"name": "nope"}]</tool_call> tail`);
