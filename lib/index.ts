@@ -34,12 +34,16 @@ export type { CompileOptions, CompiledSchema, GrammarBuilder, GrammarOptions as 
 
 // chat: messages, streaming parse, templates
 export { ChatInput } from "./chat/input.js";
-export { diffMessages } from "./chat/diff.js";
+export { diffMessages, applyDeltas } from "./chat/diff.js";
+export { parseChatMessages, toOpenAIMessage } from "./chat/messages.js";
+export { TAG, type ChatTag } from "./chat/tags.js";
 export { parseChatOutput, type ParseChatOutputOptions } from "./chat/parse.js";
 export { ChatSession, type ChatFrame, type ChatEvent, type ChatParseErrorEvent, type ChatSessionOptions } from "./chat/session.js";
 export { chatPlan, type ChatPlan, type GrammarTrigger } from "./chat/plan.js";
 export type { AssistantMessage, ChatMessage, ChatDelta, ToolCall, ToolCallDelta, ChatContentPart } from "./chat/messages.js";
 export type { ChatTool, ChatToolFunction } from "./chat/tools.js";
 export { buildChatPegParser, chatPegBuilder, ChatPegBuilder } from "./chat/grammar/builder.js";
+export { buildChatOutputParser, type ChatOutputFormat, type ChatOutputRequest } from "./chat/grammar/output-parser.js";
+export { buildChatGrammar, type ChatGrammar, type ChatGrammarOptions } from "./chat/grammar/plan-grammar.js";
 export { renderChatTemplate, renderGenerationPrompt, renderTemplate, templateCaps, type ChatRenderRequest, type TemplateCaps } from "./chat/template/index.js";
 export { analyzeTemplate, withOverrides, type TemplateAnalysis, type TemplateAnalysisOverrides } from "./chat/analysis/index.js";
