@@ -6,12 +6,16 @@
 import type { SpecializedKind } from "../../template/chat-context.js";
 import type { NormalizedApplyRequest } from "../request.js";
 import type { AppliedChatPlan } from "../types.js";
+import { applyDeepseekV32 } from "./deepseek-v3-2.js";
 import { applyKimiK2 } from "./kimi-k2.js";
+import { applyMinistral3 } from "./ministral-3.js";
 import { applyQwen3Coder } from "./qwen3-coder.js";
 
 export type SpecializedHandler = (source: string, req: NormalizedApplyRequest) => AppliedChatPlan;
 
 export const SPECIALIZED_HANDLERS: Partial<Record<SpecializedKind, SpecializedHandler>> = {
+  "ministral-3": applyMinistral3,
   "kimi-k2": applyKimiK2,
+  "deepseek-v3.2": applyDeepseekV32,
   "qwen3-coder": applyQwen3Coder,
 };
