@@ -8,6 +8,7 @@ import type { NormalizedApplyRequest } from "../request.js";
 import type { AppliedChatPlan } from "../types.js";
 import { applyDeepseekV32 } from "./deepseek-v3-2.js";
 import { applyKimiK2 } from "./kimi-k2.js";
+import { applyLfm2, applyLfm25 } from "./lfm2.js";
 import { applyMinistral3 } from "./ministral-3.js";
 import { applyQwen3Coder } from "./qwen3-coder.js";
 
@@ -16,6 +17,8 @@ export type SpecializedHandler = (source: string, req: NormalizedApplyRequest) =
 export const SPECIALIZED_HANDLERS: Partial<Record<SpecializedKind, SpecializedHandler>> = {
   "ministral-3": applyMinistral3,
   "kimi-k2": applyKimiK2,
+  lfm2: applyLfm2,
+  "lfm2.5": applyLfm25,
   "deepseek-v3.2": applyDeepseekV32,
   "qwen3-coder": applyQwen3Coder,
 };
