@@ -7,6 +7,7 @@ import type { SpecializedKind } from "../../template/chat-context.js";
 import type { NormalizedApplyRequest } from "../request.js";
 import type { AppliedChatPlan } from "../types.js";
 import { applyDeepseekV32 } from "./deepseek-v3-2.js";
+import { applyGigachatV3 } from "./gigachat-v3.js";
 import { applyKimiK2 } from "./kimi-k2.js";
 import { applyLfm2, applyLfm25 } from "./lfm2.js";
 import { applyMinistral3 } from "./ministral-3.js";
@@ -19,6 +20,7 @@ export const SPECIALIZED_HANDLERS: Partial<Record<SpecializedKind, SpecializedHa
   "kimi-k2": applyKimiK2,
   lfm2: applyLfm2,
   "lfm2.5": applyLfm25,
+  "gigachat-v3": applyGigachatV3,
   "deepseek-v3.2": applyDeepseekV32,
   "qwen3-coder": applyQwen3Coder,
 };
