@@ -6,6 +6,7 @@
 import type { SpecializedKind } from "../../template/chat-context.js";
 import type { NormalizedApplyRequest } from "../request.js";
 import type { AppliedChatPlan } from "../types.js";
+import { applyCohere2Moe } from "./cohere2-moe.js";
 import { applyDeepseekV32 } from "./deepseek-v3-2.js";
 import { applyGigachatV3 } from "./gigachat-v3.js";
 import { applyKimiK2 } from "./kimi-k2.js";
@@ -18,6 +19,7 @@ export type SpecializedHandler = (source: string, req: NormalizedApplyRequest) =
 export const SPECIALIZED_HANDLERS: Partial<Record<SpecializedKind, SpecializedHandler>> = {
   "ministral-3": applyMinistral3,
   "kimi-k2": applyKimiK2,
+  "cohere2-moe": applyCohere2Moe,
   lfm2: applyLfm2,
   "lfm2.5": applyLfm25,
   "gigachat-v3": applyGigachatV3,
