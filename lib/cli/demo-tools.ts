@@ -10,7 +10,7 @@ export const DEMO_TOOLS: ChatTool[] = [
       parameters: {
         type: "object",
         properties: {
-          city: { type: "string", description: "City name" },
+          city: { type: "string", description: "City name", maxLength: 24 },
           unit: { type: "string", enum: ["celsius", "fahrenheit"] },
         },
         required: ["city"],
@@ -24,7 +24,7 @@ export const DEMO_TOOLS: ChatTool[] = [
       description: "Search the web",
       parameters: {
         type: "object",
-        properties: { query: { type: "string" }, max_results: { type: "integer", minimum: 1, maximum: 10 } },
+        properties: { query: { type: "string", maxLength: 40 }, max_results: { type: "integer", minimum: 1, maximum: 10 } },
         required: ["query"],
       },
     },

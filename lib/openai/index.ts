@@ -1,0 +1,9 @@
+/** OpenAI Chat Completions in-process: request checks, response and chunk shaping, SSE, record/replay. */
+export { createChatCompletion, type ChatCompletionStream, type CompletionOptions } from "./completion.js";
+export { replayCompletion, type CompletionRecord, type ReplayResult } from "./record.js";
+export { writeSSE, sseData, SSE_DONE, type SseSink } from "./sse.js";
+export { toOpenAIError, type OpenAIErrorBody } from "./errors.js";
+export { normalizeChatRequest, type NormalizedChatRequest } from "./request.js";
+export { clearPlanCache } from "./plan.js";
+export { validateJson } from "./json-validate.js";
+export type * from "./types.js";
