@@ -8,6 +8,7 @@ import type { NormalizedApplyRequest } from "../request.js";
 import type { AppliedChatPlan } from "../types.js";
 import { applyCohere2Moe } from "./cohere2-moe.js";
 import { applyDeepseekV32 } from "./deepseek-v3-2.js";
+import { applyGemma4 } from "./gemma4.js";
 import { applyGigachatV3 } from "./gigachat-v3.js";
 import { applyKimiK2 } from "./kimi-k2.js";
 import { applyLfm2, applyLfm25 } from "./lfm2.js";
@@ -24,5 +25,6 @@ export const SPECIALIZED_HANDLERS: Partial<Record<SpecializedKind, SpecializedHa
   "lfm2.5": applyLfm25,
   "gigachat-v3": applyGigachatV3,
   "deepseek-v3.2": applyDeepseekV32,
+  gemma4: applyGemma4,
   "qwen3-coder": applyQwen3Coder,
 };
