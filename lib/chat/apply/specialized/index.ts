@@ -8,6 +8,7 @@ import type { NormalizedApplyRequest } from "../request.js";
 import type { AppliedChatPlan } from "../types.js";
 import { applyCohere2Moe } from "./cohere2-moe.js";
 import { applyDeepseekV32 } from "./deepseek-v3-2.js";
+import { applyFunctionaryV32 } from "./functionary-v3-2.js";
 import { applyGemma4 } from "./gemma4.js";
 import { applyGigachatV3 } from "./gigachat-v3.js";
 import { applyKimiK2 } from "./kimi-k2.js";
@@ -19,6 +20,7 @@ export type SpecializedHandler = (source: string, req: NormalizedApplyRequest) =
 
 export const SPECIALIZED_HANDLERS: Partial<Record<SpecializedKind, SpecializedHandler>> = {
   "ministral-3": applyMinistral3,
+  "functionary-v3.2": applyFunctionaryV32,
   "kimi-k2": applyKimiK2,
   "cohere2-moe": applyCohere2Moe,
   lfm2: applyLfm2,
