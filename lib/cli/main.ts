@@ -1,20 +1,32 @@
 #!/usr/bin/env node
 /** The `llamapeg` command. */
 import { LlamapegError } from "../errors.js";
+import { ANALYZE_USAGE, analyzeCommand } from "./analyze.js";
+import { BENCH_USAGE, benchCommand } from "./bench.js";
 import { CHAT_USAGE, chatCommand } from "./chat.js";
 
 const USAGE = `usage: llamapeg <command> [options]
 
 commands:
-  chat      a tool-calling chat (the main job); llamapeg chat --help
+  chat      a tool-calling chat (the main job)
+  analyze   a chat template's analysis and the grammar for a tool set
+  bench     grammar on / off / lazy A/B: tokens/s, sampling cost, latency, valid tool calls
 
-${CHAT_USAGE}`;
+${CHAT_USAGE}
+
+${ANALYZE_USAGE}
+
+${BENCH_USAGE}`;
 
 async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
   switch (command) {
     case "chat":
       return chatCommand(rest);
+    case "analyze":
+      return analyzeCommand(rest);
+    case "bench":
+      return benchCommand(rest);
     case undefined:
     case "help":
     case "--help":

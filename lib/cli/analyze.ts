@@ -1,0 +1,102 @@
+/**
+ * `llamapeg analyze <template.jinja|model.gguf>`: the template analysis (markers, output format,
+ * preserved tokens) and the grammar `llamapeg chat` would sample with for a tool set. Reads a GGUF's
+ * template with the pure-TS GGUF reader: no native code, no weights loaded.
+ */
+import { readFileSync } from "node:fs";
+
+import { analyzeTemplate } from "../chat/analysis/index.js";
+import type { ChatTool } from "../chat/tools.js";
+import { LlamapegError } from "../errors.js";
+import { getGgufNumber, getGgufString, ggufValueToJs, readGgufFileSync } from "../gguf/index.js";
+import { buildCompletionPlan } from "../openai/plan.js";
+import { normalizeChatRequest } from "../openai/request.js";
+import { parseFlags } from "./args.js";
+import { DEMO_TOOLS } from "./demo-tools.js";
+
+export const ANALYZE_USAGE = `llamapeg analyze <template.jinja | model.gguf> [options]
+  --template-name NAME  a named template of the GGUF (e.g. tool_use)
+  --tools FILE          OpenAI tools JSON array (default: the demo set; "none": no tools)
+  --tool-choice MODE    auto | required | none | <tool name> (default auto)
+  --calls-only          with required: calls only
+  --json                one JSON object: {analysis, plan}`;
+
+interface TemplateSource {
+  template: string;
+  bos: string;
+  eos: string;
+}
+
+function tokenText(tokens: unknown, id: number | undefined): string {
+  return Array.isArray(tokens) && id !== undefined && typeof tokens[id] === "string" ? (tokens[id] as string) : "";
+}
+
+export function readTemplateSource(path: string, name?: string): TemplateSource {
+  if (!path.endsWith(".gguf")) {
+    try {
+      return { template: readFileSync(path, "utf8"), bos: "", eos: "" };
+    } catch (e) {
+      throw new LlamapegError("ERR_INVALID_ARGUMENT", `cannot read ${path}: ${(e as Error).message}`, { where: path });
+    }
+  }
+  const file = readGgufFileSync(path);
+  const key = name === undefined ? "tokenizer.chat_template" : `tokenizer.chat_template.${name}`;
+  const template = getGgufString(file, key);
+  if (template === undefined) throw new LlamapegError("ERR_INVALID_ARGUMENT", `${path} has no ${key}`, { where: path });
+  const tokensValue = file.metadata.get("tokenizer.ggml.tokens");
+  const tokens = tokensValue === undefined ? undefined : ggufValueToJs(tokensValue);
+  return {
+    template,
+    bos: tokenText(tokens, getGgufNumber(file, "tokenizer.ggml.bos_token_id")),
+    eos: tokenText(tokens, getGgufNumber(file, "tokenizer.ggml.eos_token_id")),
+  };
+}
+
+export async function analyzeCommand(argv: string[]): Promise<void> {
+  const { values, positionals } = parseFlags(argv, {
+    "template-name": { type: "string" },
+    tools: { type: "string" },
+    "tool-choice": { type: "string" },
+    "calls-only": { type: "boolean" },
+    json: { type: "boolean" },
+    help: { type: "boolean", short: "h" },
+  });
+  if (values.help || positionals.length !== 1) {
+    console.log(ANALYZE_USAGE);
+    if (!values.help) process.exitCode = 2;
+    return;
+  }
+  const src = readTemplateSource(positionals[0]!, values["template-name"] as string | undefined);
+  const tools: ChatTool[] =
+    values.tools === undefined ? DEMO_TOOLS : values.tools === "none" ? [] : (JSON.parse(readFileSync(values.tools as string, "utf8")) as ChatTool[]);
+  const choice = (values["tool-choice"] as string | undefined) ?? "auto";
+  const toolChoice = ["auto", "required", "none"].includes(choice) ? choice : { type: "function", function: { name: choice } };
+  const analysis = analyzeTemplate(src.template, { bosToken: src.bos, eosToken: src.eos });
+  const request = normalizeChatRequest({
+    messages: [{ role: "user", content: "hi" }],
+    ...(tools.length > 0 ? { tools, tool_choice: toolChoice as never } : {}),
+    ...(values["calls-only"] === true ? { calls_only: true } : {}),
+  });
+  const plan = buildCompletionPlan(src.template, request, { bos: src.bos, eos: src.eos });
+  if (values.json === true) {
+    const { parsers: _parsers, ...record } = plan.record();
+    console.log(JSON.stringify({ analysis, plan: { ...record, warnings: plan.warnings } }, null, 2));
+    return;
+  }
+  const t = analysis.tools.format;
+  const lines = [
+    `template      sha256 ${analysis.templateHash.slice(0, 16)}…`,
+    `turns         user ${JSON.stringify(analysis.userStart)} · assistant ${JSON.stringify(analysis.assistantStart)}`,
+    `reasoning     ${analysis.reasoning.mode}${analysis.reasoning.mode !== "none" ? ` ${JSON.stringify(analysis.reasoning.start)} … ${JSON.stringify(analysis.reasoning.end)}` : ""}`,
+    `content       ${analysis.content.mode}`,
+    `tool calls    ${t.mode}${t.mode !== "none" ? ` section ${JSON.stringify(t.sectionStart)} … ${JSON.stringify(t.sectionEnd)} · call ${JSON.stringify(t.perCallStart)} … ${JSON.stringify(t.perCallEnd)}` : ""}`,
+    `preserved     ${JSON.stringify(analysis.preservedTokens)}`,
+    `stops         ${JSON.stringify(analysis.additionalStops)}`,
+    `corrections   ${analysis.corrections.join(", ") || "none"}`,
+    `plan format   ${plan.chat.format} · generation prompt ${JSON.stringify(plan.chat.generationPrompt)}`,
+    `grammar       ${plan.grammar === null ? "none" : plan.grammar.lazy ? `lazy, triggers ${JSON.stringify(plan.grammar.triggers)}` : "from the first token"}`,
+    ...plan.warnings.map((w) => `warning       ${w}`),
+  ];
+  console.log(lines.join("\n"));
+  if (plan.grammar !== null) console.log(`\n${plan.grammar.gbnf}`);
+}
