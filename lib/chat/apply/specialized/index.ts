@@ -13,6 +13,7 @@ import { applyGemma4 } from "./gemma4.js";
 import { applyGigachatV3 } from "./gigachat-v3.js";
 import { applyKimiK2 } from "./kimi-k2.js";
 import { applyLfm2, applyLfm25 } from "./lfm2.js";
+import { applyMinicpm5 } from "./minicpm5.js";
 import { applyMinistral3 } from "./ministral-3.js";
 import { applyQwen3Coder } from "./qwen3-coder.js";
 
@@ -28,5 +29,6 @@ export const SPECIALIZED_HANDLERS: Partial<Record<SpecializedKind, SpecializedHa
   "gigachat-v3": applyGigachatV3,
   "deepseek-v3.2": applyDeepseekV32,
   gemma4: applyGemma4,
+  minicpm5: applyMinicpm5,
   "qwen3-coder": applyQwen3Coder,
 };
