@@ -11,6 +11,7 @@ import { applyDeepseekV32 } from "./deepseek-v3-2.js";
 import { applyFunctionaryV32 } from "./functionary-v3-2.js";
 import { applyGemma4 } from "./gemma4.js";
 import { applyGigachatV3 } from "./gigachat-v3.js";
+import { applyGptOss } from "./gpt-oss.js";
 import { applyKimiK2 } from "./kimi-k2.js";
 import { applyLfm2, applyLfm25 } from "./lfm2.js";
 import { applyMinicpm5 } from "./minicpm5.js";
@@ -21,6 +22,7 @@ export type SpecializedHandler = (source: string, req: NormalizedApplyRequest) =
 
 export const SPECIALIZED_HANDLERS: Partial<Record<SpecializedKind, SpecializedHandler>> = {
   "ministral-3": applyMinistral3,
+  "gpt-oss": applyGptOss,
   "functionary-v3.2": applyFunctionaryV32,
   "kimi-k2": applyKimiK2,
   "cohere2-moe": applyCohere2Moe,
