@@ -4,7 +4,7 @@
  * observation of the end of the input in `s.eof`, which the streaming memo relies on.
  */
 import type { PegNode } from "./nodes.js";
-import { FAIL, NEED_MORE_INPUT, type ParseFn, SUCCESS } from "./state.js";
+import { FAIL, NEED_MORE_INPUT, type ParseFn, type ParseState, SUCCESS, type Status } from "./state.js";
 import { CodepointTrie, TRIE_NO_MATCH, TRIE_PARTIAL_MATCH } from "./trie.js";
 import { UTF8_INCOMPLETE, UTF8_INVALID, decodeUtf8At, utf8Encode } from "./utf8.js";
 
@@ -85,12 +85,12 @@ function isHex(b: number): boolean {
 }
 
 /** JSON-style string body up to the (unconsumed) delimiter; a dangling escape is held back while streaming. */
-export function compileStringContent(delimiter: string): ParseFn {
+export function compileStringContent(delimiter: string, id: number): ParseFn {
   const delim = utf8Encode(delimiter)[0] ?? 0;
-  return (s, pos) => {
+  return resumable(id, (s, pos, from) => {
     const inp = s.input;
     const len = s.len;
-    let p = pos;
+    let p = from;
     while (p < len) {
       const c = inp[p]!;
       if (c === delim) {
@@ -102,6 +102,7 @@ export function compileStringContent(delimiter: string): ParseFn {
         p++;
         if (p >= len) {
           s.eof = true;
+          s.resume = save;
           if (!s.lenient) {
             s.end = pos;
             return FAIL;
@@ -119,6 +120,7 @@ export function compileStringContent(delimiter: string): ParseFn {
           for (let i = 0; i < 4; i++) {
             if (p >= len) {
               s.eof = true;
+              s.resume = save;
               if (!s.lenient) {
                 s.end = pos;
                 return FAIL;
@@ -144,6 +146,7 @@ export function compileStringContent(delimiter: string): ParseFn {
       const st = decodeUtf8At(inp, p, s.tmp);
       if (st === UTF8_INCOMPLETE) {
         s.eof = true;
+        s.resume = p;
         if (!s.lenient) {
           s.end = pos;
           return FAIL;
@@ -158,19 +161,20 @@ export function compileStringContent(delimiter: string): ParseFn {
       p += s.tmp.len;
     }
     s.eof = true;
+    s.resume = p;
     s.end = p;
     return s.lenient ? NEED_MORE_INPUT : FAIL;
-  };
+  });
 }
 
 /** Everything up to the first delimiter (or a prefix of one at the end of the input). */
-export function compileUntil(delimiters: readonly string[]): ParseFn {
+export function compileUntil(delimiters: readonly string[], id: number): ParseFn {
   const trie = new CodepointTrie(delimiters);
   const first = trie.firstBytes;
-  return (s, pos) => {
+  return resumable(id, (s, pos, from) => {
     const inp = s.input;
     const len = s.len;
-    let p = pos;
+    let p = from;
     while (p < len) {
       const b = inp[p]!;
       let n = 1;
@@ -178,6 +182,7 @@ export function compileUntil(delimiters: readonly string[]): ParseFn {
         const st = decodeUtf8At(inp, p, s.tmp);
         if (st === UTF8_INCOMPLETE) {
           s.eof = true;
+          s.resume = p;
           if (!s.lenient) {
             s.end = pos;
             return FAIL;
@@ -194,7 +199,11 @@ export function compileUntil(delimiters: readonly string[]): ParseFn {
       if (first[b] === 1) {
         const m = trie.checkAt(inp, p, s.tmp2);
         if (m !== TRIE_NO_MATCH) {
-          if (m === TRIE_PARTIAL_MATCH) s.eof = true; // a delimiter prefix running into the end
+          if (m === TRIE_PARTIAL_MATCH) {
+            // a delimiter prefix running into the end (or into bytes that do not decode)
+            s.eof = true;
+            s.resume = p;
+          }
           s.end = p;
           return SUCCESS;
         }
@@ -202,7 +211,48 @@ export function compileUntil(delimiters: readonly string[]): ParseFn {
       p += n;
     }
     s.eof = true;
+    s.resume = p;
     s.end = p;
     return s.lenient ? NEED_MORE_INPUT : SUCCESS;
+  });
+}
+
+/**
+ * A scan `(s, pos, from)` that starts at `pos` but may begin reading at `from`: every position it
+ * steps over between `pos` and `from` was decided from bytes before the end of the input (a whole
+ * character, a whole escape, a delimiter mismatch), and the scan carries no state but its position,
+ * so on a longer input with the same prefix it passes `from` exactly as a scan from `pos` would.
+ * Every scan that sets `s.eof` sets `s.resume` to the element it stopped at.
+ */
+type ResumableScan = (s: ParseState, pos: number, from: number) => Status;
+
+/**
+ * Makes a scanning leaf incremental inside a stream-parser session: its result at `pos` is kept in
+ * the memo (key `-1 - id`, apart from the rule keys). A result that never saw the end of the input
+ * holds for every later (longer) input; one that did is reused as is within the same parse, and on
+ * a later parse the scan resumes where it stopped instead of rescanning the leaf's whole content.
+ * Outside a session (plain `parse`) the scan runs from `pos` as before.
+ */
+function resumable(id: number, scan: ResumableScan): ParseFn {
+  const key = -1 - id;
+  return (s, pos) => {
+    if (!s.incremental) return scan(s, pos, pos);
+    const memo = s.memo;
+    let from = pos;
+    if (memo.findAny(key, pos)) {
+      if (!memo.eof || memo.current) {
+        if (memo.eof) s.eof = true;
+        s.end = memo.end;
+        return memo.status as Status;
+      }
+      from = memo.node;
+    }
+    const outerEof = s.eof;
+    s.eof = false;
+    const r = scan(s, pos, from);
+    const sawEof = s.eof;
+    s.eof = outerEof || sawEof;
+    memo.insert(key, pos, r, s.end, sawEof ? s.resume : 0, sawEof);
+    return r;
   };
 }

@@ -27,6 +27,8 @@ export class MemoTable {
   end = 0;
   node = 0;
   eof = false;
+  /** whether the last `findAny` hit was recorded during the current parse */
+  current = false;
 
   constructor(capacity = 256) {
     let cap = 16;
@@ -73,6 +75,26 @@ export class MemoTable {
         this.end = this.vEnd[i]!;
         this.node = this.vNode[i]!;
         this.eof = eof;
+        return true;
+      }
+      i = (i + 1) & this.mask;
+    }
+  }
+
+  /**
+   * Looks up (key, pos) whatever parse recorded it, for leaves that resume an end-of-input scan
+   * (see leaves.ts); fills `status`/`end`/`node`/`eof`/`current` and returns true on a hit.
+   */
+  findAny(rule: number, pos: number): boolean {
+    let i = this.slotOf(rule, pos);
+    for (;;) {
+      if (this.keyGen[i] !== this.gen) return false;
+      if (this.keyPos[i] === pos && this.keyRule[i] === rule) {
+        this.status = this.vStatus[i]!;
+        this.end = this.vEnd[i]!;
+        this.node = this.vNode[i]!;
+        this.eof = this.vEof[i] === 1;
+        this.current = this.vParse[i] === this.parse;
         return true;
       }
       i = (i + 1) & this.mask;

@@ -69,15 +69,22 @@ export class CompiledParser {
       session.scratch.memo.reset();
       session.ast = new AstBuffers();
     }
-    const result = this.run(root, bytes, options, session.scratch, session.ast);
-    session.input = bytes.slice();
+    let result: PegParseResult;
+    try {
+      result = this.run(root, bytes, options, session.scratch, session.ast, true);
+    } catch (e) {
+      // the memo may hold entries computed on this input: the next parse must not trust them
+      session.input = undefined;
+      throw e;
+    }
+    session.remember(bytes, continues);
     session.partial = partial;
     session.root = root;
     session.start = options.start ?? 0;
     return result;
   }
 
-  private run(root: PegNodeId, input: string | Uint8Array, options: PegParseOptions, scratch: Scratch, ast: AstBuffers): PegParseResult {
+  private run(root: PegNodeId, input: string | Uint8Array, options: PegParseOptions, scratch: Scratch, ast: AstBuffers, incremental = false): PegParseResult {
     const bytes = typeof input === "string" ? utf8Encode(input) : input;
     const start = options.start ?? 0;
     if (!Number.isInteger(start) || start < 0 || start > bytes.length) {
@@ -85,7 +92,7 @@ export class CompiledParser {
     }
     const trace = options.debug === true ? (line: string) => process.stderr.write(line + "\n") : options.debug || undefined;
     const fns = trace ? (this.tracedFns ??= compileAll(this.nodes, this.rules, true)) : this.fns;
-    const s = new ParseState(bytes, options.partial === true, trace, scratch, ast);
+    const s = new ParseState(bytes, options.partial === true, trace, scratch, ast, incremental);
     let status: Status;
     try {
       status = fns[root]!(s, start);
@@ -105,10 +112,24 @@ export class CompiledParser {
 export class IncrementalSession {
   readonly scratch = new Scratch();
   ast = new AstBuffers();
+  /** a copy of the previous input (a view of `buf`), undefined when the next parse starts over */
   input: Uint8Array | undefined;
   partial = false;
   root = -1;
   start = 0;
+  /** grows by doubling, so remembering a longer input copies only the new bytes */
+  private buf = new Uint8Array(0);
+
+  remember(bytes: Uint8Array, extendsPrevious: boolean): void {
+    const have = extendsPrevious ? this.input!.length : 0;
+    if (bytes.length > this.buf.length) {
+      const bigger = new Uint8Array(Math.max(bytes.length, 2 * this.buf.length, 1024));
+      bigger.set(this.buf.subarray(0, have));
+      this.buf = bigger;
+    }
+    this.buf.set(bytes.subarray(have), have);
+    this.input = this.buf.subarray(0, bytes.length);
+  }
 }
 
 /**
@@ -327,9 +348,9 @@ function compileNode(
     case "chars":
       return compileChars(node);
     case "string":
-      return compileStringContent(node.delimiter);
+      return compileStringContent(node.delimiter, id);
     case "until":
-      return compileUntil(node.delimiters);
+      return compileUntil(node.delimiters, id);
     case "schema":
     case "gbnf":
     case "ac": {

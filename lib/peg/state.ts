@@ -46,6 +46,11 @@ export class ParseState {
   readonly input: Uint8Array;
   readonly len: number;
   readonly lenient: boolean;
+  /**
+   * A stream-parser parse: the input extends the previous one of the same session, so scanning leaves
+   * keep their results (and where an end-of-input scan stopped) in the memo across parses.
+   */
+  readonly incremental: boolean;
   /** end offset of the last result */
   end = 0;
   /**
@@ -54,6 +59,8 @@ export class ParseState {
    * bytes before the end, so they hold for any longer input with the same prefix.
    */
   eof = false;
+  /** where a leaf scan that observed the end of the input can resume on a longer input */
+  resume = 0;
   /** AST ids produced by the parsers on the current path, `stack[0..sp)`; backtracking lowers `sp` */
   stack: Int32Array;
   sp = 0;
@@ -66,10 +73,18 @@ export class ParseState {
   depth = 0;
   readonly trace: ((line: string) => void) | undefined;
 
-  constructor(input: Uint8Array, lenient: boolean, trace: ((line: string) => void) | undefined, scratch: Scratch, ast: AstBuffers) {
+  constructor(
+    input: Uint8Array,
+    lenient: boolean,
+    trace: ((line: string) => void) | undefined,
+    scratch: Scratch,
+    ast: AstBuffers,
+    incremental = false,
+  ) {
     this.input = input;
     this.len = input.length;
     this.lenient = lenient;
+    this.incremental = incremental;
     this.trace = trace;
     this.memo = scratch.memo;
     this.stack = scratch.stack;
