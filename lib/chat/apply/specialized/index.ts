@@ -16,6 +16,7 @@ import { applyKimiK2 } from "./kimi-k2.js";
 import { applyLfm2, applyLfm25 } from "./lfm2.js";
 import { applyMinicpm5 } from "./minicpm5.js";
 import { applyMinistral3 } from "./ministral-3.js";
+import { applyMuseGlimmer } from "./muse-glimmer.js";
 import { applyQwen3Coder } from "./qwen3-coder.js";
 
 export type SpecializedHandler = (source: string, req: NormalizedApplyRequest) => AppliedChatPlan;
@@ -23,6 +24,7 @@ export type SpecializedHandler = (source: string, req: NormalizedApplyRequest) =
 export const SPECIALIZED_HANDLERS: Partial<Record<SpecializedKind, SpecializedHandler>> = {
   "ministral-3": applyMinistral3,
   "gpt-oss": applyGptOss,
+  "muse-glimmer": applyMuseGlimmer,
   "functionary-v3.2": applyFunctionaryV32,
   "kimi-k2": applyKimiK2,
   "cohere2-moe": applyCohere2Moe,
