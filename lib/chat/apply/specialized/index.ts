@@ -13,6 +13,7 @@ import { applyGemma4 } from "./gemma4.js";
 import { applyGigachatV3 } from "./gigachat-v3.js";
 import { applyGptOss } from "./gpt-oss.js";
 import { applyKimiK2 } from "./kimi-k2.js";
+import { applyKimiK3 } from "./kimi-k3.js";
 import { applyLfm2, applyLfm25 } from "./lfm2.js";
 import { applyMinicpm5 } from "./minicpm5.js";
 import { applyMinistral3 } from "./ministral-3.js";
@@ -27,6 +28,7 @@ export const SPECIALIZED_HANDLERS: Partial<Record<SpecializedKind, SpecializedHa
   "muse-glimmer": applyMuseGlimmer,
   "functionary-v3.2": applyFunctionaryV32,
   "kimi-k2": applyKimiK2,
+  "kimi-k3": applyKimiK3,
   "cohere2-moe": applyCohere2Moe,
   lfm2: applyLfm2,
   "lfm2.5": applyLfm25,
