@@ -16,6 +16,7 @@ import { applyKimiK2 } from "./kimi-k2.js";
 import { applyKimiK3 } from "./kimi-k3.js";
 import { applyLfm2, applyLfm25 } from "./lfm2.js";
 import { applyMinicpm5 } from "./minicpm5.js";
+import { applyMinimaxM3 } from "./minimax-m3.js";
 import { applyMinistral3 } from "./ministral-3.js";
 import { applyMuseGlimmer } from "./muse-glimmer.js";
 import { applyQwen3Coder } from "./qwen3-coder.js";
@@ -34,6 +35,7 @@ export const SPECIALIZED_HANDLERS: Partial<Record<SpecializedKind, SpecializedHa
   "lfm2.5": applyLfm25,
   "gigachat-v3": applyGigachatV3,
   "deepseek-v3.2": applyDeepseekV32,
+  "minimax-m3": applyMinimaxM3,
   gemma4: applyGemma4,
   minicpm5: applyMinicpm5,
   "qwen3-coder": applyQwen3Coder,
