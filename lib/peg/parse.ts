@@ -14,7 +14,19 @@ import { dumpNode } from "./dump.js";
 import { type FirstSet, firstBytes } from "./first.js";
 import { compileChars, compileStringContent, compileUntil } from "./leaves.js";
 import { type PegNode, type PegNodeId, assertNeverNode } from "./nodes.js";
-import { FAIL, NEED_MORE_INPUT, type ParseFn, ParseState, type PegParseOptions, type PegParseResult, SUCCESS, Scratch, type Status, TYPE_NAMES } from "./state.js";
+import {
+  FAIL,
+  NEED_MORE_INPUT,
+  type ParseFn,
+  ParseState,
+  type PegParseOptions,
+  type PegParseResult,
+  type RepetitionResume,
+  SUCCESS,
+  Scratch,
+  type Status,
+  TYPE_NAMES,
+} from "./state.js";
 import { UTF8_INCOMPLETE, UTF8_INVALID, decodeUtf8At, isCSpace, utf8Encode } from "./utf8.js";
 
 export { FAIL, NEED_MORE_INPUT, SUCCESS, type PegParseOptions, type PegParseResult, type PegParseType } from "./state.js";
@@ -67,6 +79,7 @@ export class CompiledParser {
       session.scratch.memo.nextParse();
     } else {
       session.scratch.memo.reset();
+      session.scratch.reps.length = 0;
       session.ast = new AstBuffers();
     }
     let result: PegParseResult;
@@ -262,43 +275,8 @@ function compileNode(
     }
     case "repetition": {
       const { child, min, max } = node;
-      return (s, pos) => {
-        const mark = s.sp;
-        let p = pos;
-        let count = 0;
-        const fn = fns[child]!;
-        while (max === -1 || count < max) {
-          if (p >= s.len) {
-            s.eof = true;
-            break;
-          }
-          const before = s.sp;
-          const r = fn(s, p);
-          if (r === SUCCESS) {
-            if (s.end === p) {
-              // empty match: stop, and drop what it produced (as the reference does)
-              s.sp = before;
-              break;
-            }
-            p = s.end;
-            count++;
-            continue;
-          }
-          if (r === NEED_MORE_INPUT) return NEED_MORE_INPUT;
-          break;
-        }
-        if (min > 0 && count < min) {
-          if (p >= s.len && s.lenient) {
-            s.end = p;
-            return NEED_MORE_INPUT;
-          }
-          s.sp = mark;
-          s.end = p;
-          return FAIL;
-        }
-        s.end = p;
-        return SUCCESS;
-      };
+      const loop = compileRepetitionLoop(min, max, child, fns);
+      return (s, pos) => (s.incremental ? resumeRepetition(s, pos, id, loop) : loop(s, pos, s.sp, pos, 0));
     }
     case "and": {
       const child = node.child;
@@ -413,4 +391,107 @@ function compileNode(
     default:
       return assertNeverNode(node);
   }
+}
+
+/**
+ * The loop of a repetition, entered after `count` iterations that end at `p` (0 and `pos` unless a
+ * stream session resumes it). `mark` is the stack height before the repetition. On return,
+ * `s.repCount`/`s.repPos`/`s.repSp` describe the leading iterations that did not see the end of the
+ * input (only meaningful when `s.eof` was false on entry, as in `resumeRepetition`).
+ */
+type RepetitionLoop = (s: ParseState, pos: number, mark: number, p: number, count: number) => Status;
+
+function compileRepetitionLoop(min: number, max: number, child: PegNodeId, fns: ParseFn[]): RepetitionLoop {
+  return (s, _pos, mark, p, count) => {
+    const fn = fns[child]!;
+    let stableCount = count;
+    let stablePos = p;
+    let stableSp = s.sp;
+    let r: Status = SUCCESS;
+    while (max === -1 || count < max) {
+      if (p >= s.len) {
+        s.eof = true;
+        break;
+      }
+      const before = s.sp;
+      const cr = fn(s, p);
+      if (cr === SUCCESS) {
+        if (s.end === p) {
+          // empty match: stop, and drop what it produced (as the reference does)
+          s.sp = before;
+          break;
+        }
+        p = s.end;
+        count++;
+        if (!s.eof) {
+          stableCount = count;
+          stablePos = p;
+          stableSp = s.sp;
+        }
+        continue;
+      }
+      if (cr === NEED_MORE_INPUT) r = NEED_MORE_INPUT;
+      break;
+    }
+    // written last: the child's own repetitions use the same fields
+    s.repCount = stableCount;
+    s.repPos = stablePos;
+    s.repSp = stableSp;
+    if (r === NEED_MORE_INPUT) return NEED_MORE_INPUT;
+    if (min > 0 && count < min) {
+      if (p >= s.len && s.lenient) {
+        s.end = p;
+        return NEED_MORE_INPUT;
+      }
+      s.sp = mark;
+      s.end = p;
+      return FAIL;
+    }
+    s.end = p;
+    return SUCCESS;
+  };
+}
+
+/**
+ * A repetition inside a stream session: its leading iterations that did not look at the end of the
+ * input hold for every longer input, so they are kept (count, end, AST ids) in `s.reps`, addressed
+ * through the memo (key `-1 - id`), and a later call at the same position pushes their AST ids and
+ * continues the loop after them instead of stepping over each (a JSON object's finished members, a
+ * transcript's finished tool calls).
+ */
+function resumeRepetition(s: ParseState, pos: number, id: PegNodeId, loop: RepetitionLoop): Status {
+  const memo = s.memo;
+  const key = -1 - id;
+  const mark = s.sp;
+  let entry: RepetitionResume | undefined;
+  let p = pos;
+  let count = 0;
+  if (memo.findAny(key, pos)) {
+    entry = s.reps[memo.node]!;
+    for (let i = 0; i < entry.n; i++) s.push(entry.ids[i]!);
+    p = entry.pos;
+    count = entry.count;
+  }
+  const outerEof = s.eof;
+  s.eof = false;
+  const r = loop(s, pos, mark, p, count);
+  s.eof = outerEof || s.eof;
+  if (s.repCount > count) {
+    const n = s.repSp - mark;
+    if (entry === undefined) {
+      entry = { count: 0, pos, ids: new Int32Array(Math.max(16, n)), n: 0 };
+      memo.insert(key, pos, FAIL, pos, s.reps.length, false);
+      s.reps.push(entry);
+    } else if (entry.ids.length < n) {
+      const bigger = new Int32Array(Math.max(n, 2 * entry.ids.length));
+      bigger.set(entry.ids.subarray(0, entry.n));
+      entry.ids = bigger;
+    }
+    // the first `entry.n` ids on the stack are the ones pushed from the entry
+    entry.ids.set(s.stack.subarray(mark + entry.n, mark + n), entry.n);
+    entry.n = n;
+    entry.count = s.repCount;
+    entry.pos = s.repPos;
+  }
+  return r;
 }

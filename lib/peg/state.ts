@@ -39,6 +39,21 @@ export interface PegParseResult {
 export class Scratch {
   readonly memo = new MemoTable(256);
   stack: Int32Array = new Int32Array(64);
+  /** stream sessions: where repetitions can resume, addressed from the memo (see `repetition` in parse.ts) */
+  readonly reps: RepetitionResume[] = [];
+}
+
+/**
+ * The leading iterations of a repetition that never looked at the end of the input: they hold for
+ * any longer input, so a later parse restarts the loop after them.
+ */
+export interface RepetitionResume {
+  count: number;
+  /** where the next iteration starts */
+  pos: number;
+  /** AST ids those iterations pushed, `ids[0..n)` */
+  ids: Int32Array;
+  n: number;
 }
 
 /** Mutable state of one parse. One class so every closure sees the same object shape. */
@@ -61,12 +76,17 @@ export class ParseState {
   eof = false;
   /** where a leaf scan that observed the end of the input can resume on a longer input */
   resume = 0;
+  /** set by every repetition loop: its leading iterations that did not see the end (parse.ts) */
+  repCount = 0;
+  repPos = 0;
+  repSp = 0;
   /** AST ids produced by the parsers on the current path, `stack[0..sp)`; backtracking lowers `sp` */
   stack: Int32Array;
   sp = 0;
 
   /** packrat memo of rule results */
   readonly memo: MemoTable;
+  readonly reps: RepetitionResume[];
   readonly ast: AstBuffers;
   readonly tmp = { cp: 0, len: 0 };
   readonly tmp2 = { cp: 0, len: 0 };
@@ -87,6 +107,7 @@ export class ParseState {
     this.incremental = incremental;
     this.trace = trace;
     this.memo = scratch.memo;
+    this.reps = scratch.reps;
     this.stack = scratch.stack;
     this.ast = ast;
   }

@@ -84,6 +84,31 @@ describe("PEG stream parser resumes open leaves", () => {
     }
   });
 
+  it("long JSON arrays and objects (repetitions resumed after their finished iterations), any chunking", () => {
+    const item = fc.oneof(fc.integer(), fc.string({ maxLength: 4 }), fc.constant({ k: [1, "é"] }), fc.constant(null));
+    fc.assert(
+      fc.property(fc.array(item, { minLength: 5, maxLength: 40 }), fc.boolean(), chunking, fc.boolean(), (items, asObject, chunks, partial) => {
+        const value = asObject ? Object.fromEntries(items.map((v, i) => [`k${i}`, v])) : items;
+        const bytes = enc.encode(`x<tool_call>${JSON.stringify(value)}</tool_call><tool_call>[${JSON.stringify(value)}]</tool_call>`);
+        checkChunked(agent, bytes, chunks.map((c) => c * 3), partial);
+      }),
+      { numRuns: 60 },
+    );
+  });
+
+  it("the next parse of an open 500-element array does not step over the finished elements", () => {
+    const text = `<tool_call>{"name": "w", "arguments": {"xs": [${Array.from({ length: 500 }, (_, i) => `"s${i}"`).join(", ")}, "ab`;
+    const stream = agent.streamParser();
+    stream.parse(text, { partial: true });
+    let calls = 0;
+    const grown = `${text}cd`;
+    const r = stream.parse(grown, { partial: true, debug: () => calls++ });
+    expect(view(r)).toEqual(view(agent.parse(grown, { partial: true })));
+    // each traced call writes two lines; a fresh parse makes thousands of calls, stepping over the
+    // 500 finished elements (memo hits) would make at least 1,000 lines
+    expect(calls).toBeLessThan(200);
+  });
+
   it("later parses of a long open string or until cost far less than a fresh parse", () => {
     // minima: the machine is shared, and spikes only ever add time
     const min = (xs: number[]): number => Math.min(...xs);
