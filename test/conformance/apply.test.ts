@@ -84,6 +84,8 @@ afterAll(async () => {
   console.log(`applyChatTemplate conformance: ${JSON.stringify(s)}`);
   if (process.env.LLAMAPEG_WRITE_APPLY_DOCS) writeDocs(s);
   if (process.env.LLAMAPEG_WRITE_APPLY_BASELINE) writeBaseline();
+  // every outcome (round-trip notes included), for looking into the numbers
+  if (process.env.LLAMAPEG_APPLY_DUMP) fs.writeFileSync(process.env.LLAMAPEG_APPLY_DUMP, JSON.stringify(Object.fromEntries([...results].map(([t, m]) => [t, Object.fromEntries(m)])), null, 1));
 });
 
 function referenceRequest(conv: Conversation, messages: unknown[], addGenerationPrompt: boolean): Record<string, unknown> {

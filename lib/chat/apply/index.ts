@@ -10,12 +10,21 @@ import { detectSpecializedTemplate } from "../template/chat-context.js";
 import { patchTemplateSource } from "../template/source-patches.js";
 import { applyWithAnalysis } from "./autoparser.js";
 import { renderPrompts } from "./plan-parts.js";
-import { normalizeApplyRequest, type ApplyChatRequest } from "./request.js";
+import { normalizeApplyRequest, type ApplyChatRequest, type NormalizedApplyRequest } from "./request.js";
 import { SPECIALIZED_HANDLERS } from "./specialized/index.js";
 import type { AppliedChatPlan } from "./types.js";
 
 export type { ApplyChatRequest, ReasoningFormat } from "./request.js";
 export type { AppliedChatPlan } from "./types.js";
+
+/**
+ * Marks plans whose grammar forces a call (tool_choice "required", tools, no response schema), so
+ * that a finished output without one is a parse failure rather than an answer.
+ */
+function withRequiredCalls(plan: AppliedChatPlan, req: NormalizedApplyRequest): AppliedChatPlan {
+  plan.toolCallsRequired = req.toolChoice === "required" && (req.tools?.length ?? 0) > 0 && req.jsonSchema === null && plan.grammar !== "";
+  return plan;
+}
 
 /**
  * Builds the plan for one request. Throws `LlamapegError`: `ERR_INVALID_REQUEST` (a malformed
@@ -29,7 +38,7 @@ export function applyChatTemplate(source: string, request: ApplyChatRequest): Ap
     const kind = detectSpecializedTemplate(patchTemplateSource(source));
     const handler = kind !== undefined ? SPECIALIZED_HANDLERS[kind] : undefined;
     // Analysis overrides always go through the analysis, even for a specialized template.
-    if (handler !== undefined && req.analysisOverrides === undefined) return handler(source, req);
+    if (handler !== undefined && req.analysisOverrides === undefined) return withRequiredCalls(handler(source, req), req);
     // Render first: a template that does not render fails with its render error, not a probe's.
     const prompts = renderPrompts(source, req);
     const analysis = analyzeTemplate(source, {
@@ -37,7 +46,7 @@ export function applyChatTemplate(source: string, request: ApplyChatRequest): Ap
       eosToken: req.eosToken,
       ...(req.analysisOverrides !== undefined ? { overrides: req.analysisOverrides } : {}),
     });
-    return applyWithAnalysis(source, req, analysis, prompts);
+    return withRequiredCalls(applyWithAnalysis(source, req, analysis, prompts), req);
   } catch (e) {
     if (e instanceof LlamapegError) throw e;
     throw new LlamapegError("ERR_INTERNAL", `applyChatTemplate failed unexpectedly: ${(e as Error)?.message ?? String(e)}`, { where: "applyChatTemplate" });
