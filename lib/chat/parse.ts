@@ -10,6 +10,7 @@ import { mapGemma4Ast, mapMinimaxM3Ast, type FormatAstView } from "./format-mapp
 import { mapChatAst, type MapperAst, type MapperNode } from "./mapper.js";
 import { emptyAssistantMessage, type AssistantMessage } from "./messages.js";
 import type { ChatInputParser, ChatPlan } from "./plan.js";
+import { TAG } from "./tags.js";
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder("utf-8");
@@ -90,7 +91,19 @@ export function runChatParser(plan: ChatPlan, input: Uint8Array, partial: boolea
     message.content = decodeRange(input, skip, input.length, partial);
     return { message, result: null, consumed: input.length };
   }
-  const result = (using ?? plan.parser).parse(input, { partial });
+  let result = (using ?? plan.parser).parse(input, { partial });
+  if (!partial && result.type === "fail") {
+    // The reference parses a finished output leniently as well. An output that ends cleanly where
+    // the format could go on is a finished answer: a plain reply where tool calls were allowed, a
+    // reasoning block the model never closed. A tool call cut short is not; it stays a failure.
+    const lenient = plan.parser.parse(input, { partial: true });
+    if (lenient.type === "need_more_input" && !endsInsideToolCall(lenient.ast)) {
+      const view = mapperView(lenient.ast, input, false);
+      const special = FORMAT_MAPPERS[plan.format];
+      const message = special !== undefined ? special(formatView(lenient.ast, view)) : mapChatAst(view);
+      if (plan.toolCallsRequired !== true || message.tool_calls.length > 0) return { message, result: lenient, consumed: view.consumed() };
+    }
+  }
   if (result.type === "fail" && !(partial && result.end > 0)) {
     return { message: emptyAssistantMessage(), result, consumed: 0 };
   }
@@ -98,6 +111,19 @@ export function runChatParser(plan: ChatPlan, input: Uint8Array, partial: boolea
   const special = FORMAT_MAPPERS[plan.format];
   const message = special !== undefined ? special(formatView(result.ast, view)) : mapChatAst(view);
   return { message, result, consumed: view.consumed() };
+}
+
+const TOOL_TAGS: ReadonlySet<string> = new Set([TAG.TOOL, TAG.TOOL_OPEN, TAG.TOOL_NAME, TAG.TOOL_ID, TAG.TOOL_ARGS, TAG.TOOL_ARG, TAG.TOOL_ARG_OPEN, TAG.TOOL_ARG_NAME, TAG.TOOL_ARG_VALUE, TAG.TOOL_ARG_STRING_VALUE, TAG.TOOL_CLOSE, TAG.TOOL_ARG_CLOSE]);
+
+/** Whether the parse stopped inside a tool call (a partial node with a tool tag). */
+export function endsInsideToolCall(ast: PegAst): boolean {
+  const stack = [...ast.roots];
+  while (stack.length > 0) {
+    const id = stack.pop()!;
+    if (ast.isPartial(id) && TOOL_TAGS.has(ast.tag(id))) return true;
+    stack.push(...ast.children(id));
+  }
+  return false;
 }
 
 export interface ParseChatOutputOptions {

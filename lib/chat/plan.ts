@@ -41,6 +41,12 @@ export interface ChatPlan {
   generationPrompt: string;
   thinkingStartTag: string;
   thinkingEndTags: string[];
+  /**
+   * tool_choice "required": an output without a tool call is a failure. Otherwise a finished output
+   * that ends cleanly where the format allows more (a plain answer where calls could follow) is an
+   * answer. Default false.
+   */
+  toolCallsRequired?: boolean;
   /** Parses the output; `null` means plain content (everything is `content`). */
   parser: ChatParser | null;
 }

@@ -17,7 +17,7 @@ import { LlamapegError, type LlamapegErrorCode } from "../errors.js";
 import { diffMessages, toolCallDelta } from "./diff.js";
 import { ChatInput } from "./input.js";
 import { cloneAssistantMessage, emptyAssistantMessage, type AssistantMessage, type ChatDelta, type ToolCallDelta } from "./messages.js";
-import { completeUtf8Prefix, runChatParser } from "./parse.js";
+import { completeUtf8Prefix, endsInsideToolCall, runChatParser } from "./parse.js";
 import type { ChatInputParser, ChatPlan } from "./plan.js";
 
 export interface ChatParseErrorEvent {
@@ -149,6 +149,16 @@ export class ChatSession {
       } catch (e) {
         // A parser bug or an exhausted stack must not break the stream either.
         this.startFallback(events, "ERR_CHAT_PARSE", this.consumed, `parser error: ${(e as Error).message}`);
+      }
+      if (!partial && outcome !== null && outcome.result !== null && outcome.result.type !== "fail" && notAnExtension(this.message, outcome.message) !== null) {
+        // A finished output can read two ways when the model stopped inside an optional block (a
+        // reasoning block it never closed): keep the reading that was streamed, unless that
+        // reading ends inside a tool call.
+        const lenient = runChatParser(this.plan, this.input.bytes, true);
+        const r = lenient.result;
+        if (r !== null && r.type === "need_more_input" && !endsInsideToolCall(r.ast) && notAnExtension(this.message, lenient.message) === null) {
+          outcome = lenient;
+        }
       }
       if (outcome !== null && outcome.result !== null && outcome.result.type === "fail") {
         this.startFallback(events, "ERR_CHAT_PARSE", outcome.result.end, `the output does not match the ${this.plan.format} format`);

@@ -53,7 +53,7 @@ const QWEN_LIKE: ChatOutputFormat = {
 const CALL = (loc: string) => `<tool_call>{"name": "get_current_weather", "arguments": {"location": "${loc}", "unit": "celsius"}}</tool_call>`;
 
 describe("buildChatOutputParser", () => {
-  const plan = (req: Parameters<typeof buildChatOutputParser>[1]) => chatPlan(buildChatOutputParser(QWEN_LIKE, req), { generationPrompt: req.generationPrompt ?? "" });
+  const plan = (req: Parameters<typeof buildChatOutputParser>[1]) => chatPlan(buildChatOutputParser(QWEN_LIKE, req), { generationPrompt: req.generationPrompt ?? "", toolCallsRequired: req.toolChoice === "required" });
 
   it("tool_choice auto: content, reasoning and calls", () => {
     const m = parseChatOutput(plan({ tools: TOOLS, generationPrompt: "<|im_start|>assistant\n" }), `<think>hm</think>\nOk.${CALL("a")}\n${CALL("b")}`);

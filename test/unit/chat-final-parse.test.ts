@@ -1,0 +1,59 @@
+import { describe, expect, it } from "vitest";
+import { buildChatOutputParser, type ChatOutputFormat } from "../../lib/chat/grammar/output-parser.js";
+import { parseChatOutput } from "../../lib/chat/parse.js";
+import { chatPlan } from "../../lib/chat/plan.js";
+import { ChatSession } from "../../lib/chat/session.js";
+import { TOOLS } from "../fixtures/chat/grammars.js";
+
+// The finished output of a model is parsed as complete input, but an output that ends cleanly where
+// the format could go on is still an answer (llama.cpp parses finished outputs leniently too).
+const QWEN_LIKE: ChatOutputFormat = {
+  reasoning: { mode: "tag_based", start: "<think>", end: "</think>" },
+  content: { mode: "plain", start: "", end: "" },
+  tools: {
+    format: { mode: "json_native", sectionStart: "", sectionEnd: "", perCallStart: "<tool_call>", perCallEnd: "</tool_call>" },
+    function: { namePrefix: "", nameSuffix: "", close: "" },
+    arguments: { start: "", end: "", namePrefix: "", nameSuffix: "", valuePrefix: "", valueSuffix: "" },
+    callId: { pos: "none", prefix: "", suffix: "" },
+  },
+};
+type Req = Parameters<typeof buildChatOutputParser>[1];
+const plan = (req: Req) =>
+  chatPlan(buildChatOutputParser(QWEN_LIKE, req), { generationPrompt: req.generationPrompt ?? "", toolCallsRequired: req.toolChoice === "required" });
+
+function stream(p: ReturnType<typeof plan>, text: string) {
+  const s = new ChatSession(p, { generateToolCallId: (i) => `call_${i}` });
+  const events = [];
+  for (const ch of text) events.push(...s.feed(ch).events);
+  const last = s.finish();
+  return { message: last.message, events: [...events, ...last.events] };
+}
+
+describe("finished outputs", () => {
+  it("tool_choice auto: a plain answer is content, with no parse error", () => {
+    const p = plan({ tools: TOOLS });
+    expect(parseChatOutput(p, "No tool needed, it is sunny.").content).toBe("No tool needed, it is sunny.");
+    const { message, events } = stream(p, "No tool needed, it is sunny.");
+    expect(events).toEqual([]);
+    expect(message.content).toBe("No tool needed, it is sunny.");
+  });
+
+  it("tool_choice auto: a tool call cut short is still a parse error", () => {
+    const p = plan({ tools: TOOLS });
+    const cut = '<tool_call>{"name": "get_current_weather", "arguments": {"loca';
+    expect(() => parseChatOutput(p, cut)).toThrow(/does not match/);
+    expect(stream(p, cut).events.map((e) => e.code)).toContain("ERR_CHAT_PARSE");
+  });
+
+  it("tool_choice required: a plain answer is a parse error", () => {
+    const p = plan({ tools: TOOLS, toolChoice: "required" });
+    expect(() => parseChatOutput(p, "Just text.")).toThrow(/does not match/);
+  });
+
+  it("a reasoning block the model never closed stays reasoning, as it was streamed", () => {
+    const p = plan({ tools: TOOLS, generationPrompt: "<think>\n" });
+    const { message, events } = stream(p, "still thinking about it");
+    expect(events).toEqual([]);
+    expect([message.reasoning_content.trim(), message.content]).toEqual(["still thinking about it", ""]);
+  });
+});
