@@ -73,8 +73,10 @@ export class CompiledParser {
       (options.start ?? 0) === session.start &&
       bytes.length >= prev.length &&
       Buffer.compare(bytes.subarray(0, prev.length), prev) === 0 &&
-      // nodes of abandoned parses pile up in the shared buffers; start over once they dominate
-      session.ast.size <= 4 * (bytes.length + 256);
+      // nodes of abandoned parses pile up in the shared buffers; start over once they dominate (a
+      // node re-created on every parse, such as a long open JSON array, re-lists all its children)
+      session.ast.size <= 4 * (bytes.length + 256) &&
+      session.ast.kids.length <= 16 * (bytes.length + 256);
     if (continues) {
       session.scratch.memo.nextParse();
     } else {
