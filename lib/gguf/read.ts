@@ -68,7 +68,8 @@ export async function readGgufFile(path: string): Promise<GgufFile> {
       const buf = Buffer.allocUnsafe(want);
       const { bytesRead } = await handle.read(buf, 0, want, 0);
       const bytes = buf.subarray(0, bytesRead);
-      if (parser === undefined) parser = new HeaderParser(bytes, fileSize, path);
+      // A short read means the file shrank since stat(): parse what is there, as a truncated file.
+      if (parser === undefined || bytesRead < want) parser = new HeaderParser(bytes, bytesRead < want ? bytesRead : fileSize, path);
       else parser.setBytes(bytes);
       const result = parseOrNeedMore(parser);
       if (!(result instanceof NeedMoreBytes)) return result;
@@ -97,7 +98,8 @@ export function readGgufFileSync(path: string): GgufFile {
       const buf = Buffer.allocUnsafe(want);
       const bytesRead = readSync(fd, buf, 0, want, 0);
       const bytes = buf.subarray(0, bytesRead);
-      if (parser === undefined) parser = new HeaderParser(bytes, fileSize, path);
+      // A short read means the file shrank since stat(): parse what is there, as a truncated file.
+      if (parser === undefined || bytesRead < want) parser = new HeaderParser(bytes, bytesRead < want ? bytesRead : fileSize, path);
       else parser.setBytes(bytes);
       const result = parseOrNeedMore(parser);
       if (!(result instanceof NeedMoreBytes)) return result;
