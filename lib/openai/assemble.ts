@@ -8,6 +8,7 @@ import type { ChatPlan } from "../chat/plan.js";
 import type { ChatFrame } from "../chat/session.js";
 import { randomBytes } from "node:crypto";
 import { chunk, completion, deltaChunks, eventChunk, usageChunk, type CompletionMeta } from "./shape.js";
+import { AlternativeParser } from "./plan.js";
 import { StopMatcher } from "./stops.js";
 import type { ChatCompletion, ChatCompletionChunk, FinishReason, LlamapegCompletionInfo } from "./types.js";
 
@@ -52,7 +53,8 @@ export class CompletionAssembler {
     this.warnings = options.warnings;
     this.stops = new StopMatcher([...options.stops, ...plan.additionalStops]);
     const given = options.toolCallIds;
-    this.session = new ChatSession(plan, {
+    const own = plan.parser instanceof AlternativeParser ? { ...plan, parser: plan.parser.forOneOutput() } : plan;
+    this.session = new ChatSession(own, {
       generateToolCallId: (i) => (this.toolCallIds[i] = given?.[i] ?? randomId("call_")),
     });
   }

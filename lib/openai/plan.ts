@@ -28,10 +28,20 @@ import { enforceableSchema, sanitizeToolSchemas } from "./tool-schemas.js";
  * plain answer where calls were optional, or an output cut by max_tokens, maps instead of failing).
  */
 export class AlternativeParser implements ChatParser {
-  readonly parsers: readonly PegArena[];
-  constructor(parsers: readonly PegArena[]) {
-    this.parsers = parsers;
+  readonly arenas: readonly PegArena[];
+  private readonly parsers: readonly { parse(input: string | Uint8Array, options?: PegParseOptions): PegParseResult }[];
+
+  /** `streaming`: one stream parser per arena, for one growing output (memo reused between parses). */
+  constructor(arenas: readonly PegArena[], streaming = false) {
+    this.arenas = arenas;
+    this.parsers = streaming ? arenas.map((a) => a.streamParser()) : arenas;
   }
+
+  /** A parser for one generation: parse cost per piece does not grow with the output. */
+  forOneOutput(): AlternativeParser {
+    return new AlternativeParser(this.arenas, true);
+  }
+
   parse(input: string | Uint8Array, options?: PegParseOptions): PegParseResult {
     let best: PegParseResult | undefined;
     for (const p of this.parsers) {
