@@ -379,3 +379,44 @@ function writeDocs(s: Summary): void {
   if (a === -1 || b === -1) throw new Error("docs/apply.md lacks the table markers");
   fs.writeFileSync(docPath, `${doc.slice(0, a + begin.length)}\n${lines.join("\n")}\n${doc.slice(b)}`);
 }
+
+/**
+ * Bad templates (fixtures): the reference and we must agree on failing or not; where both fail, ours
+ * is a LlamapegError with the category named; a template that cannot render tool calls given tools
+ * is a content-only plan on both sides.
+ */
+describe("applyChatTemplate vs the reference on bad templates", () => {
+  const user = [{ role: "user", content: "a forbidden word" }];
+  const tools = conversations.find((c) => c.name === "tool-call")!.tools!;
+  const cases: { name: string; file: string; request: Record<string, unknown>; code?: string }[] = [
+    { name: "syntax error", file: "syntax-error.jinja", request: { messages: user }, code: "ERR_TEMPLATE_RENDER" },
+    { name: "raise_exception", file: "raises.jinja", request: { messages: user }, code: "ERR_TEMPLATE_RENDER" },
+    { name: "no tool support, tools given", file: "plain-chatml.jinja", request: { messages: user, tools, tool_choice: "auto" } },
+    { name: "no tool support, tool_choice required", file: "plain-chatml.jinja", request: { messages: user, tools, tool_choice: "required" } },
+  ];
+  for (const c of cases) {
+    it(c.name, async () => {
+      const source = fs.readFileSync(path.join(FIXTURES, c.file), "utf8");
+      const ref = await h.request<any>("chat.templates_apply", { template: source, request: { ...c.request, reasoning_format: "auto", now: NOW } });
+      let ours: AppliedChatPlan | LlamapegError;
+      try {
+        ours = applyChatTemplate(source, { ...(c.request as never), reasoning_format: "auto", now: new Date(NOW) });
+      } catch (e) {
+        expect(e).toBeInstanceOf(LlamapegError);
+        ours = e as LlamapegError;
+      }
+      expect(ours instanceof LlamapegError, `reference ${ref.ok ? "succeeds" : `fails: ${ref.error}`}`).toBe(!ref.ok);
+      if (ours instanceof LlamapegError) {
+        expect(ours.code).toBe(c.code);
+        return;
+      }
+      expect(ours.prompt).toBe(ref.result.prompt);
+      expect(ours.grammar).toBe(ref.result.grammar);
+      expect(ours.grammarTriggers).toEqual(ref.result.grammar_triggers);
+      // the call text stays content on both sides
+      const text = '<tool_call>{"name": "get_current_weather"}</tool_call>';
+      const refMsg = await h.call<{ msg: RefMsg }>("chat.parse", { params: { format: ref.result.format, generation_prompt: ref.result.generation_prompt, parser_text: ref.result.parser_text }, text });
+      expect(normOurs(parseChatOutput(ours, text))).toEqual(normRef(refMsg.msg));
+    });
+  }
+});
