@@ -24,7 +24,11 @@ export {
   type LogLevel,
   type GgufMetadataValue,
 } from "./llama/index.js";
-export { ensureTestModel, writeTestModel, type TestModelSize } from "./test-model/index.js";
+export { ensureTestModel, writeTestModel, TEST_MODEL_PRESETS, type TestModelOptions, type TestModelSize } from "./test-model/index.js";
+
+// GGUF files without the native addon (metadata, chat templates, writing test models)
+export { parseGguf, readGgufFile, readGgufFileSync, writeGgufFile, encodeGgufHeader, getGgufString, getGgufNumber, ggufValueToJs } from "./gguf/index.js";
+export type { GgufFile, GgufValue, GgufTensorInfo } from "./gguf/index.js";
 
 // PEG engine and grammars
 export { PegArena, PegStreamParser, PegBuilder, PegParser, pegBuilder, buildPegParser } from "./peg/index.js";
