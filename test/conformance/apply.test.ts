@@ -254,7 +254,7 @@ async function compareOne(source: string, conv: Conversation): Promise<Outcome> 
     const back = dropIds(normOurs(parseChatOutput(ours, bytes)));
     const want = expectedNorm(conv);
     out.roundTrip = sameJson(back, want) ? "ok" : "differs";
-    if (out.roundTrip === "differs") out.roundTripNote = `${JSON.stringify(text.slice(0, 60))} -> ${JSON.stringify(back).slice(0, 120)}`;
+    if (out.roundTrip === "differs") out.roundTripNote = `${JSON.stringify(text.slice(0, 60))} -> ${JSON.stringify(back)}`;
   } catch (e) {
     out.roundTrip = "differs";
     out.roundTripNote = `${JSON.stringify(text.slice(0, 60))}: ${(e as Error).message.slice(0, 100)}`;
