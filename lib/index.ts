@@ -50,4 +50,36 @@ export { buildChatPegParser, chatPegBuilder, ChatPegBuilder } from "./chat/gramm
 export { buildChatOutputParser, type ChatOutputFormat, type ChatOutputRequest } from "./chat/grammar/output-parser.js";
 export { buildChatGrammar, type ChatGrammar, type ChatGrammarOptions } from "./chat/grammar/plan-grammar.js";
 export { renderChatTemplate, renderGenerationPrompt, renderTemplate, templateCaps, type ChatRenderRequest, type TemplateCaps } from "./chat/template/index.js";
+export { applyChatTemplate, type ApplyChatRequest, type AppliedChatPlan, type ReasoningFormat } from "./chat/apply/index.js";
 export { analyzeTemplate, withOverrides, type TemplateAnalysis, type TemplateAnalysisOverrides } from "./chat/analysis/index.js";
+
+// OpenAI-style chat completions
+export {
+  createChatCompletion,
+  replayCompletion,
+  writeSSE,
+  sseData,
+  SSE_DONE,
+  toOpenAIError,
+  normalizeChatRequest,
+  clearPlanCache,
+  validateJson,
+} from "./openai/index.js";
+export type {
+  ChatCompletionRequest,
+  ChatCompletion,
+  ChatCompletionChunk,
+  ChatCompletionMessage,
+  ChatCompletionUsage,
+  ChunkDelta,
+  ChunkToolCallDelta,
+  FinishReason,
+  ToolChoice,
+  LlamapegCompletionInfo,
+  ChatCompletionStream,
+  CompletionOptions,
+  CompletionRecord,
+  ReplayResult,
+  OpenAIErrorBody,
+  SseSink,
+} from "./openai/index.js";
