@@ -33,6 +33,12 @@ describe("normalizeApplyRequest", () => {
     expect(normalizeApplyRequest({ messages, json_schema: { type: "string" }, response_format: { type: "json_object", schema } }).jsonSchema).toEqual({ type: "string" });
   });
 
+  it("enable_thinking falls back to chat_template_kwargs.enable_thinking, as the server does", () => {
+    expect(normalizeApplyRequest({ messages, chat_template_kwargs: { enable_thinking: false } }).enableThinking).toBe(false);
+    expect(normalizeApplyRequest({ messages, enable_thinking: true, chat_template_kwargs: { enable_thinking: false } }).enableThinking).toBe(true);
+    expect(() => normalizeApplyRequest({ messages, chat_template_kwargs: { enable_thinking: "no" } })).toThrow(/chat_template_kwargs.enable_thinking/);
+  });
+
   it("tools: absent is null, an empty array stays empty", () => {
     expect(normalizeApplyRequest({ messages, tools: [] }).tools).toEqual([]);
     expect(normalizeApplyRequest({ messages, tools: null }).tools).toBeNull();

@@ -25,7 +25,7 @@ export interface ApplyChatRequest {
   grammar?: string | null;
   /** Default "auto": reasoning goes to `reasoning_content`. "none" leaves it in the content. */
   reasoning_format?: ReasoningFormat;
-  /** Default true. */
+  /** Default: `chat_template_kwargs.enable_thinking` when that is a boolean (as llama.cpp's server), else true. */
   enable_thinking?: boolean;
   chat_template_kwargs?: Record<string, unknown>;
   bos_token?: string;
@@ -106,6 +106,15 @@ function toolsOf(tools: unknown): ChatTool[] | null {
   return tools as ChatTool[];
 }
 
+/** `chat_template_kwargs.enable_thinking` as llama.cpp's server reads it (a boolean; other types are an error). */
+function kwargThinking(kwargs: Record<string, unknown> | undefined): boolean | undefined {
+  if (kwargs === undefined || kwargs === null || typeof kwargs !== "object") return undefined;
+  const v = kwargs.enable_thinking;
+  if (v === undefined) return undefined;
+  if (typeof v !== "boolean") invalid(`chat_template_kwargs.enable_thinking must be a boolean, got ${JSON.stringify(v)}`, "chat_template_kwargs.enable_thinking");
+  return v;
+}
+
 export function normalizeApplyRequest(req: ApplyChatRequest): NormalizedApplyRequest {
   if (!isObject(req)) invalid("the request must be an object", "request");
   if (!Array.isArray(req.messages)) invalid("messages must be an array", "messages");
@@ -135,7 +144,7 @@ export function normalizeApplyRequest(req: ApplyChatRequest): NormalizedApplyReq
     addGenerationPrompt: req.add_generation_prompt ?? true,
     grammar,
     reasoningFormat,
-    enableThinking: req.enable_thinking ?? true,
+    enableThinking: req.enable_thinking ?? kwargThinking(req.chat_template_kwargs) ?? true,
     chatTemplateKwargs: req.chat_template_kwargs,
     bosToken: req.bos_token ?? "",
     eosToken: req.eos_token ?? "",
