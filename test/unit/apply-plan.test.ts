@@ -194,3 +194,27 @@ describe("applyChatTemplate: errors", () => {
     expect(errorOf(() => applyChatTemplate(42 as never, base)).code).toBe("ERR_INVALID_ARGUMENT");
   });
 });
+
+describe("applyChatTemplate: specialized formats", () => {
+  it("a template with Kimi K2's markers gets the Kimi K2 handler (ids from the model, trigger on the call marker)", () => {
+    const plan = applyChatTemplate(tpl("kimi-k2-like.jinja"), { ...base, tools: [WEATHER], tool_choice: "auto" });
+    expect(plan.grammarLazy).toBe(true);
+    expect(plan.grammarTriggers).toEqual([{ type: "word", value: "<|tool_call_begin|>" }]);
+    expect(plan.preservedTokens).toContain("<|tool_calls_section_begin|>");
+    const out =
+      '<think>Weather.</think>Sure.<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>{"city": "Paris"}<|tool_call_end|><|tool_calls_section_end|>';
+    const msg = parseChatOutput(plan, out);
+    expect(msg.reasoning_content).toBe("Weather.");
+    expect(msg.content).toBe("Sure.");
+    expect(msg.tool_calls.map((c) => [c.id, c.function.name, JSON.parse(c.function.arguments)])).toEqual([["functions.get_weather:0", "get_weather", { city: "Paris" }]]);
+  });
+
+  it("analysis overrides send a specialized template through the analysis instead", () => {
+    const plan = applyChatTemplate(tpl("kimi-k2-like.jinja"), {
+      ...base,
+      tools: [WEATHER],
+      analysis_overrides: { tools: { format: { mode: "json_native", sectionStart: "<calls>", sectionEnd: "</calls>", perCallStart: "", perCallEnd: "" } } },
+    });
+    expect(plan.grammarTriggers).toEqual([{ type: "word", value: "<calls>" }]);
+  });
+});
