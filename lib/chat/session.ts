@@ -150,10 +150,18 @@ export class ChatSession {
         // A parser bug or an exhausted stack must not break the stream either.
         this.startFallback(events, "ERR_CHAT_PARSE", this.consumed, `parser error: ${(e as Error).message}`);
       }
-      if (!partial && outcome !== null && outcome.result !== null && outcome.result.type !== "fail" && notAnExtension(this.message, outcome.message) !== null) {
+      if (
+        !partial &&
+        outcome !== null &&
+        outcome.result !== null &&
+        outcome.result.type !== "fail" &&
+        outcome.message.tool_calls.length === 0 &&
+        notAnExtension(this.message, outcome.message) !== null
+      ) {
         // A finished output can read two ways when the model stopped inside an optional block (a
         // reasoning block it never closed): keep the reading that was streamed, unless that
-        // reading ends inside a tool call.
+        // reading ends inside a tool call. A complete reading that finds tool calls is not
+        // overruled (the mismatch is then reported as a parse_error).
         const lenient = runChatParser(this.plan, this.input.bytes, true);
         const r = lenient.result;
         if (r !== null && r.type === "need_more_input" && !endsInsideToolCall(r.ast) && notAnExtension(this.message, lenient.message) === null) {
