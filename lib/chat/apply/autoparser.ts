@@ -5,15 +5,10 @@
  */
 import type { TemplateAnalysis } from "../analysis/types.js";
 import { buildChatOutputParser } from "../grammar/output-parser.js";
-import type { GrammarTrigger } from "../plan.js";
+import { buildChatGrammar } from "../grammar/plan-grammar.js";
 import type { AppliedChatPlan } from "./types.js";
 import type { NormalizedApplyRequest } from "./request.js";
-import { planGrammar, renderPrompts, trimWs, word, type Prompts } from "./plan-parts.js";
-
-/** What the autoparser's lazy grammar waits for: the section marker, else the per-call marker. */
-export function autoparserTriggerMarker(a: TemplateAnalysis): string {
-  return a.tools.format.sectionStart !== "" ? a.tools.format.sectionStart : a.tools.format.perCallStart;
-}
+import { renderPrompts, trimWs, type Prompts } from "./plan-parts.js";
 
 export function applyWithAnalysis(source: string, req: NormalizedApplyRequest, analysis: TemplateAnalysis, prompts: Prompts = renderPrompts(source, req)): AppliedChatPlan {
   const { prompt, generationPrompt } = prompts;
@@ -28,26 +23,13 @@ export function applyWithAnalysis(source: string, req: NormalizedApplyRequest, a
     generationPrompt,
   });
 
-  const hasTools = analysis.tools.format.mode !== "none" && tools.length > 0;
-  const trigger = autoparserTriggerMarker(analysis);
-  const hasResponseFormat = req.jsonSchema !== null;
-  const includeGrammar =
-    hasResponseFormat || (hasTools && ((req.toolChoice === "auto" && trigger !== "") || req.toolChoice === "required"));
-
-  let grammar = "";
-  let grammarLazy = false;
-  const grammarTriggers: GrammarTrigger[] = [];
-  if (includeGrammar) {
-    grammarLazy = !hasResponseFormat && req.toolChoice === "auto";
-    grammar = planGrammar(parser, req, grammarLazy, hasResponseFormat);
-    if (grammarLazy) {
-      grammarTriggers.push(word(trigger));
-      // the model may emit the OpenAI function wrapper instead
-      if (analysis.tools.format.openaiWrapperTrigger) grammarTriggers.push(word('{"type": "function",'));
-    }
-  } else if (req.grammar !== "") {
-    grammar = req.grammar;
-  }
+  // The grammar step is shared with `buildChatGrammar`; a user grammar applies only when it emits none.
+  const { grammar: planned, grammarLazy, grammarTriggers } = buildChatGrammar(parser, analysis, {
+    tools,
+    toolChoice: req.toolChoice,
+    jsonSchema: req.jsonSchema,
+  });
+  const grammar = planned !== "" ? planned : req.grammar;
 
   const supportsThinking = analysis.reasoning.mode !== "none";
   const endTag = trimWs(analysis.reasoning.end);

@@ -5,7 +5,7 @@
 import type { PegArena } from "../../peg/arena.js";
 import type { ChatRenderRequest } from "../template/chat-context.js";
 import { renderChatTemplate, renderGenerationPrompt } from "../template/chat-render.js";
-import { toolFunctions, toolParameters } from "../tools.js";
+import { toolsGbnf } from "../grammar/plan-grammar.js";
 import type { GrammarTrigger } from "../plan.js";
 import type { NormalizedApplyRequest } from "./request.js";
 
@@ -36,11 +36,9 @@ export function renderPrompts(source: string, req: NormalizedApplyRequest, overr
   return { prompt: renderChatTemplate(source, r), generationPrompt: renderGenerationPrompt(source, r) };
 }
 
-/** The GBNF of `arena` with the tools' parameter schemas (then the response schema) registered first. */
+/** The GBNF of `arena` for the request's tools (and its response schema when `withResponseSchema`). */
 export function planGrammar(arena: PegArena, req: NormalizedApplyRequest, lazy: boolean, withResponseSchema: boolean): string {
-  const refs: unknown[] = toolFunctions(req.tools ?? []).map((fn) => toolParameters(fn));
-  if (withResponseSchema && req.jsonSchema !== null) refs.push(req.jsonSchema);
-  return arena.toGbnf({ lazy, resolveRefs: refs });
+  return toolsGbnf(arena, req.tools ?? [], withResponseSchema ? req.jsonSchema : null, lazy);
 }
 
 export const word = (value: string): GrammarTrigger => ({ type: "word", value });

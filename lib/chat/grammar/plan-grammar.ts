@@ -8,7 +8,7 @@
 import type { PegArena } from "../../peg/arena.js";
 import type { SchemaWarning, UnsupportedMode } from "../../json-schema/index.js";
 import type { GrammarTrigger } from "../plan.js";
-import { toolFunctions, toolParameters } from "../tools.js";
+import { toolFunctions, toolParameters, type ChatTool } from "../tools.js";
 import type { ChatOutputFormat, ChatOutputRequest } from "./output-parser.js";
 
 export interface ChatGrammar {
@@ -36,14 +36,7 @@ export function buildChatGrammar(arena: PegArena, format: ChatOutputFormat, req:
   const include = hasResponseFormat || (hasTools && ((choice === "auto" && trigger !== "") || choice === "required"));
   if (!include) return { grammar: "", grammarLazy: false, grammarTriggers: [] };
   const lazy = !hasResponseFormat && choice === "auto";
-  const resolveRefs: unknown[] = toolFunctions(tools).map((fn) => toolParameters(fn));
-  if (hasResponseFormat) resolveRefs.push(schema);
-  const grammar = arena.toGbnf({
-    lazy,
-    resolveRefs,
-    ...(options.unsupported === undefined ? {} : { unsupported: options.unsupported }),
-    ...(options.warnings === undefined ? {} : { warnings: options.warnings }),
-  });
+  const grammar = toolsGbnf(arena, tools, hasResponseFormat ? schema : null, lazy, options);
   const grammarTriggers: GrammarTrigger[] = [];
   if (lazy) {
     grammarTriggers.push({ type: "word", value: trigger });
@@ -51,4 +44,19 @@ export function buildChatGrammar(arena: PegArena, format: ChatOutputFormat, req:
     if (f.openaiWrapperTrigger) grammarTriggers.push({ type: "word", value: '{"type": "function",' });
   }
   return { grammar, grammarLazy: lazy, grammarTriggers };
+}
+
+/**
+ * The GBNF of `arena` with the tools' parameter schemas (then the response schema, if any)
+ * registered first, as chat.cpp's `build_grammar` calls do; the specialized handlers use it too.
+ */
+export function toolsGbnf(arena: PegArena, tools: readonly ChatTool[], responseSchema: Record<string, unknown> | null, lazy: boolean, options: ChatGrammarOptions = {}): string {
+  const resolveRefs: unknown[] = toolFunctions(tools).map((fn) => toolParameters(fn));
+  if (responseSchema !== null) resolveRefs.push(responseSchema);
+  return arena.toGbnf({
+    lazy,
+    resolveRefs,
+    ...(options.unsupported === undefined ? {} : { unsupported: options.unsupported }),
+    ...(options.warnings === undefined ? {} : { warnings: options.warnings }),
+  });
 }
