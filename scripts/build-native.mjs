@@ -6,6 +6,7 @@
 //   LLAMAPEG_JOBS=N                          parallel compile jobs (default: CPU count)
 //   --target NAME                            build another CMake target (test/bench programs)
 //   --unless-prebuilt                        do nothing when prebuilds/<platform>-<arch>/ has a binary
+//                                            (npm install runs this; an existing build/ is reused)
 //                                            (binding.gyp's guard, for tools that call node-gyp)
 import { execFileSync } from "node:child_process";
 import { availableParallelism } from "node:os";
