@@ -7,6 +7,7 @@ import { LlamapegError } from "../errors.js";
 import { ANALYZE_SUMMARY, ANALYZE_USAGE, analyzeCommand } from "./analyze.js";
 import { BENCH_SUMMARY, BENCH_USAGE, benchCommand } from "./bench.js";
 import { CHAT_SUMMARY, CHAT_USAGE, chatCommand } from "./chat.js";
+import { SERVE_SUMMARY, SERVE_USAGE, serveCommand } from "./serve.js";
 import { styleFor } from "./style.js";
 import { EXIT_RUNTIME, EXIT_USAGE, UsageError } from "./usage-error.js";
 import { packageVersion } from "./version.js";
@@ -21,6 +22,7 @@ interface Command {
 const COMMANDS: Command[] = [
   { name: "chat", summary: CHAT_SUMMARY, usage: CHAT_USAGE, run: chatCommand },
   { name: "analyze", summary: ANALYZE_SUMMARY, usage: ANALYZE_USAGE, run: analyzeCommand },
+  { name: "serve", summary: SERVE_SUMMARY, usage: SERVE_USAGE, run: serveCommand },
   { name: "bench", summary: BENCH_SUMMARY, usage: BENCH_USAGE, run: benchCommand },
 ];
 

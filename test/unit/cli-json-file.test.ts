@@ -7,7 +7,8 @@ import { join } from "node:path";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 
-import { findJsonSyntaxError, lineColumn, readJsonFile } from "../../lib/cli/json-file.js";
+import { readJsonFile } from "../../lib/cli/json-file.js";
+import { findJsonSyntaxError, lineColumn } from "../../lib/cli/json-syntax.js";
 import { readToolsFile } from "../../lib/cli/tools-file.js";
 import { LlamapegError } from "../../lib/errors.js";
 
