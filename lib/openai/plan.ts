@@ -13,13 +13,14 @@
 import { createHash } from "node:crypto";
 
 import { applyChatTemplate, type ApplyChatRequest, type AppliedChatPlan } from "../chat/apply/index.js";
-import type { ChatParser, ChatPlan, GrammarTrigger } from "../chat/plan.js";
+import type { ChatParser, ChatPlan } from "../chat/plan.js";
 import { toolParameters, type ChatTool } from "../chat/tools.js";
 import type { PegParseOptions, PegParseResult } from "../peg/parse.js";
 import { PegArena } from "../peg/arena.js";
 import type { PegArenaJson } from "../peg/index.js";
 import { alternativeGrammars, dropGenerationPrompt } from "./gbnf-edit.js";
 import type { NormalizedChatRequest } from "./request.js";
+import type { SamplingGrammar } from "./target.js";
 import { enforceableSchema, sanitizeToolSchemas } from "./tool-schemas.js";
 
 /**
@@ -53,12 +54,7 @@ export class AlternativeParser implements ChatParser {
   }
 }
 
-/** The sampler side of a plan. */
-export interface SamplingGrammar {
-  gbnf: string;
-  lazy: boolean;
-  triggers: GrammarTrigger[];
-}
+export type { SamplingGrammar };
 
 /** Everything about a plan that can be written to JSON and read back (record/replay). */
 export interface PlanRecord {
