@@ -177,7 +177,7 @@ export function buildCompletionPlan(template: string, r: NormalizedChatRequest, 
       cached ??
       (() => {
         const grammar: SamplingGrammar | null = r.grammar
-          ? { gbnf: alternativeGrammars(eagerGrammar(schemaPlan), callsOnlyGrammar(toolsPlan, activeTools())), lazy: false, triggers: [] }
+          ? { gbnf: alternativeGrammars(eagerGrammar(schemaPlan), callsOnlyGrammar(toolsPlan, activeTools())), lazy: false, triggers: [], prefill: "" }
           : null;
         const arenas = [schemaPlan.parser, toolsPlan.parser];
         return { chat: chatPart(toolsPlan, new AlternativeParser(arenas), grammar), grammar, warnings, arenas };
@@ -194,9 +194,9 @@ export function buildCompletionPlan(template: string, r: NormalizedChatRequest, 
       (() => {
         let grammar: SamplingGrammar | null = null;
         if (r.grammar && plan.grammar !== "") {
-          if (useTools && r.callsOnly) grammar = { gbnf: callsOnlyGrammar(plan, activeTools()), lazy: false, triggers: [] };
-          else if (plan.grammarLazy) grammar = { gbnf: plan.grammar, lazy: true, triggers: plan.grammarTriggers };
-          else grammar = { gbnf: eagerGrammar(plan), lazy: false, triggers: [] };
+          if (useTools && r.callsOnly) grammar = { gbnf: callsOnlyGrammar(plan, activeTools()), lazy: false, triggers: [], prefill: "" };
+          else if (plan.grammarLazy) grammar = { gbnf: plan.grammar, lazy: true, triggers: plan.grammarTriggers, prefill: "" };
+          else grammar = { gbnf: eagerGrammar(plan), lazy: false, triggers: [], prefill: "" };
         }
         return { chat: chatPart(plan, new AlternativeParser([plan.parser]), grammar), grammar, warnings, arenas: [plan.parser] };
       })();

@@ -12,7 +12,8 @@
  * 2. `generate(request)` (sync or async) gets the plan's prompt as text, with the byte ranges that
  *    came from message values (`PromptInput.segments`: tokenize those without special-token
  *    parsing, so message text never becomes control tokens), the sampler grammar as the plan gives
- *    it (triggers by kind, token triggers by text), the marker texts to keep whole, and the sampling
+ *    it (triggers by kind, token triggers by text, the prefill the grammar consumes first), the
+ *    marker texts to keep whole, and the sampling
  *    options. The target tokenizes the prompt itself, maps triggers and preserved tokens to its
  *    vocabulary (single-token checks are its business), and starts generating.
  * 3. The generation is an async iterable of `{token, piece}` (piece: the token's bytes, possibly
@@ -39,13 +40,19 @@ export interface PromptInput {
   segments?: readonly PromptSegment[];
 }
 
-/** The sampler side of a plan: a grammar that constrains the output from its first byte. */
+/** The sampler side of a plan. */
 export interface SamplingGrammar {
   gbnf: string;
   /** Apply `gbnf` only once a trigger appears in the output. */
   lazy: boolean;
   /** The plan's triggers (lazy only): words, patterns (`pattern_full` anchored), tokens by text. */
   triggers: GrammarTrigger[];
+  /**
+   * Text the grammar consumes before the first sampled token (eager grammars; "" for none): the
+   * generation prompt, which the prompt already ends with. llama.cpp's prefill
+   * (`common_sampler_init`; llama-server: `generation_prompt` with `grammar_type: "tool_calls"`).
+   */
+  prefill: string;
 }
 
 export interface TargetRequest {
@@ -156,7 +163,7 @@ export function tokenizePrompt(model: Model, prompt: PromptInput): number[] {
 
 /** llama.cpp's trigger kinds on the native options: `pattern_full` anchored, `token` by id. */
 function nativeGrammar(model: Model, g: SamplingGrammar): GrammarOptions {
-  if (!g.lazy) return { gbnf: g.gbnf };
+  if (!g.lazy) return g.prefill === "" ? { gbnf: g.gbnf } : { gbnf: g.gbnf, prefill: g.prefill };
   const triggerWords: string[] = [];
   const triggerPatterns: string[] = [];
   const triggerTokens: number[] = [];
