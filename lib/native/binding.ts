@@ -56,6 +56,8 @@ export interface NativeGrammar {
   lazy: boolean;
   triggerPatterns: string[];
   triggerTokens: Int32Array;
+  /** Tokens the grammar accepts before sampling starts (the generation prompt's prefill). */
+  prefillTokens: Int32Array;
 }
 
 export interface NativeGenerateOptions {
