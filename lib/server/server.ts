@@ -5,9 +5,9 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { basename } from "node:path";
 
 import { LlamapegError } from "../errors.js";
+import { completionTarget } from "../openai/index.js";
 import { bearerCheck } from "./auth.js";
 import { chatCompletions } from "./chat-route.js";
 import { HttpError } from "./http-error.js";
@@ -40,7 +40,7 @@ export async function startServer(targets: CompletionTarget | readonly Completio
   const o = resolveServerOptions(options);
   const slots = Array.isArray(targets) ? [...(targets as readonly CompletionTarget[])] : [targets as CompletionTarget];
   if (slots.length === 0) throw new RangeError("startServer needs at least one completion target");
-  const modelId = o.modelId ?? basename(slots[0]!.model.path).replace(/\.gguf$/i, "");
+  const modelId = o.modelId ?? (await completionTarget(slots[0]!).chatInfo()).name.replace(/\.gguf$/i, "");
   const entry = modelEntry(modelId, Math.floor(Date.now() / 1000));
   const pool = new SlotPool(slots, o.maxQueue);
   const shutdown = new AbortController();

@@ -1,4 +1,2 @@
-/** What a request runs on: whatever `createChatCompletion` takes (a Context; a Sequence once contexts have them). */
-import type { createChatCompletion } from "../openai/index.js";
-
-export type CompletionTarget = Parameters<typeof createChatCompletion>[0];
+/** What a request runs on: a Context, a Sequence, or any CompletionTarget (e.g. a llama-server backend). */
+export type { CompletionTargetLike as CompletionTarget } from "../openai/index.js";
