@@ -223,6 +223,33 @@ describe("bad requests", () => {
   });
 });
 
+describe("the request contract over HTTP", () => {
+  const complete = async (extra: Record<string, unknown>) => {
+    const r = await raw(`${base}/v1/chat/completions`, { method: "POST", headers: auth, body: JSON.stringify({ model: "tiny", messages: [{ role: "user", content: "Count" }], max_tokens: 24, ...extra }) });
+    return { status: r.status, body: JSON.parse(r.body) as { choices: { message: { content: string } }[]; error?: { param: string } } };
+  };
+
+  it("llama.cpp's top_k and min_p reach the sampler: top_k 1 or min_p 1 at a high temperature is greedy", async () => {
+    const greedy = await complete({ temperature: 0 });
+    expect(greedy.status).toBe(200);
+    for (const extra of [{ top_k: 1 }, { min_p: 1 }]) {
+      const r = await complete({ temperature: 1.5, seed: 11, ...extra });
+      expect(r.body.choices[0]!.message.content, JSON.stringify(extra)).toBe(greedy.body.choices[0]!.message.content);
+    }
+    // The control: the same temperature and seed without the cut-off samples something else.
+    expect((await complete({ temperature: 1.5, seed: 11 })).body.choices[0]!.message.content).not.toBe(greedy.body.choices[0]!.message.content);
+  });
+
+  it("fields this build cannot honour are 400s naming them; fields ignored by design pass", async () => {
+    for (const [field, value] of [["logprobs", true], ["frequency_penalty", 0.4], ["n", 3], ["temprature", 1]] as const) {
+      const r = await complete({ [field]: value });
+      expect(r.status, field).toBe(400);
+      expect(r.body.error!.param).toBe(field);
+    }
+    expect((await complete({ user: "u1", metadata: { a: "b" }, logprobs: false })).status).toBe(200);
+  });
+});
+
 describe("binding", () => {
   it("a non-loopback host needs an API key or an explicit allowUnauthenticated", async () => {
     expect(isLoopback("127.0.0.1")).toBe(true);
