@@ -32,6 +32,27 @@ export function parseRpcEndpoint(endpoint: unknown, where: string): { host: stri
   return { host, port };
 }
 
+/** Resolves when a TCP connection to `endpoint` opens (and closes it at once); else ERR_MODEL_LOAD. */
+export function probeTcp(endpoint: string, timeoutMs = 5_000): Promise<void> {
+  const { host, port } = parseRpcEndpoint(endpoint, "rpcServers");
+  return new Promise<void>((resolve, reject) => {
+    const socket = connect({ host, port });
+    const timer = setTimeout(() => {
+      socket.destroy();
+      reject(new LlamapegError("ERR_MODEL_LOAD", `rpc-server ${endpoint}: no connection within ${timeoutMs} ms`, { where: endpoint }));
+    }, timeoutMs);
+    socket.once("connect", () => {
+      clearTimeout(timer);
+      socket.destroy();
+      resolve();
+    });
+    socket.once("error", (error: NodeJS.ErrnoException) => {
+      clearTimeout(timer);
+      reject(new LlamapegError("ERR_MODEL_LOAD", `rpc-server ${endpoint}: cannot connect (${error.code ?? error.message})`, { where: endpoint }));
+    });
+  });
+}
+
 /** Resolves when `endpoint` answers the RPC handshake with a compatible version; else ERR_MODEL_LOAD. */
 export function probeRpcServer(endpoint: string, timeoutMs = 5_000): Promise<void> {
   const { host, port } = parseRpcEndpoint(endpoint, "rpcServers");
