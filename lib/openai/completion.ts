@@ -7,6 +7,8 @@
 import { basename } from "node:path";
 
 import type { GrammarTrigger } from "../chat/plan.js";
+import { tokenizeChatPrompt } from "../chat/prompt.js";
+import type { TemplateLimits } from "../chat/template/limits.js";
 import { LlamapegError } from "../errors.js";
 import type { Context, GenerateOptions, Model } from "../llama/index.js";
 import { CompletionAssembler, randomId, type GenerationSummary } from "./assemble.js";
@@ -18,6 +20,14 @@ import type { ChatCompletion, ChatCompletionChunk, ChatCompletionRequest } from 
 export interface CompletionOptions {
   /** Receives the generation as a replayable record (plan, token ids, pieces) when it ends. */
   onRecord?: (record: CompletionRecord) => void;
+  /**
+   * Parse special-token text in message text too, so a user's `<|im_start|>` becomes the control
+   * token (llama-server's behaviour; this library's before 0.2). Default false: only template
+   * text is tokenized with special tokens. See docs/security.md.
+   */
+  specialTokensInMessages?: boolean;
+  /** Budgets for rendering the chat template (docs/security.md). Default: DEFAULT_TEMPLATE_LIMITS. */
+  templateLimits?: TemplateLimits;
 }
 
 /** The chunks of a streamed completion; `completion` resolves to the assembled `chat.completion`. */
@@ -80,11 +90,13 @@ interface Prepared {
   meta: { id: string; created: number; model: string };
 }
 
-function prepare(context: Context, request: ChatCompletionRequest): Prepared {
+function prepare(context: Context, request: ChatCompletionRequest, completion: CompletionOptions): Prepared {
   const model = context.model;
   const r = normalizeChatRequest(request);
-  const plan = buildCompletionPlan(templateFor(model, r), r, { bos: specialText(model, model.bos), eos: specialText(model, model.eos) });
-  const prompt = Array.from(model.tokenize(plan.prompt, { addSpecial: true, parseSpecial: true }));
+  const plan = buildCompletionPlan(templateFor(model, r), r, { bos: specialText(model, model.bos), eos: specialText(model, model.eos) }, completion.templateLimits);
+  const prompt = Array.from(
+    tokenizeChatPrompt(model, plan.prompt, plan.promptSegments, { specialTokensInMessages: completion.specialTokensInMessages === true }),
+  );
   const options: GenerateOptions = {
     ...(r.maxTokens !== undefined ? { maxTokens: r.maxTokens } : {}),
     ...(r.temperature !== undefined ? { temperature: r.temperature } : {}),
@@ -172,14 +184,14 @@ export function createChatCompletion(context: Context, request: ChatCompletionRe
 export function createChatCompletion(context: Context, request: ChatCompletionRequest, options: CompletionOptions = {}): ChatCompletionStream | Promise<ChatCompletion> {
   if (request === null || typeof request !== "object" || request.stream !== true) {
     return (async () => {
-      const gen = run(context, prepare(context, request), options.onRecord);
+      const gen = run(context, prepare(context, request, options), options.onRecord);
       for (;;) {
         const step = await gen.next();
         if (step.done) return step.value;
       }
     })();
   }
-  const prepared = prepare(context, request);
+  const prepared = prepare(context, request, options);
   let settle!: { resolve: (c: ChatCompletion) => void; reject: (e: unknown) => void };
   const done = new Promise<ChatCompletion>((resolve, reject) => (settle = { resolve, reject }));
   done.catch(() => {}); // the iterator reports the error; the promise must not be an unhandled rejection
