@@ -172,6 +172,24 @@ describe("concurrency", () => {
   });
 });
 
+describe("shutdown", () => {
+  it("close() aborts a running stream, fails a queued request with 503, and resolves", async () => {
+    const small = await startServer([reference], { port: 0 });
+    const long = JSON.stringify({ messages: [{ role: "user", content: "go" }], max_tokens: 3000, stream: true });
+    const running = raw(`${small.url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: long }).catch((e: unknown) => e);
+    expect(await poll(() => reference.busy, 10_000)).toBe(true);
+    const queued = raw(`${small.url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: long });
+    expect(await poll(async () => (JSON.parse((await raw(`${small.url}/health`)).body) as { queued: number }).queued === 1, 10_000)).toBe(true);
+    await small.close();
+    expect((await queued).status).toBe(503);
+    const r = await running;
+    // The stream ended early: an error event (aborted) instead of [DONE], or a cut connection.
+    if (!(r instanceof Error)) expect((r as { body: string }).body).not.toMatch(/data: \[DONE\]/);
+    expect(await poll(() => !reference.busy, 10_000)).toBe(true);
+    expect(reference.tokens.length).toBeLessThan(1500);
+  });
+});
+
 describe("bad requests", () => {
   const post = (body: string | Buffer, headers: Record<string, string> = auth) => raw(`${base}/v1/chat/completions`, { method: "POST", headers, body });
 
