@@ -2,12 +2,13 @@
 // official openai client (streamed tool calls assembled by its helpers), 8 concurrent clients, a
 // client that disconnects mid-stream, and the unhappy paths (malformed, oversized, unauthorized).
 import { request as httpRequest } from "node:http";
+import { connect } from "node:net";
 
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { loadModel, type Context, type Model } from "../../lib/llama/index.js";
-import { createChatCompletion, type ChatCompletionChunk } from "../../lib/openai/index.js";
+import { completionTarget, createChatCompletion, type ChatCompletionChunk, type CompletionTarget } from "../../lib/openai/index.js";
 import { isLoopback, startServer, type LlamapegServer } from "../../lib/server/index.js";
 import { ensureTestModel } from "../../lib/test-model/index.js";
 import { poll, raw, sseEvents } from "./server-helpers.js";
@@ -124,6 +125,59 @@ describe("streaming", () => {
     expect(longest).toBeLessThan(1500);
     const h = await health();
     expect(h.slots.idle).toBe(h.slots.total);
+  });
+});
+
+describe("backpressure", () => {
+  it("a client that stops reading holds the generation back: the server stops pulling pieces until the socket drains", async () => {
+    // A scripted target of 2,000 pieces of 16 KiB (32 MiB, more than the loopback socket buffers
+    // hold) that counts what the server pulls.
+    const info = await completionTarget(reference).chatInfo();
+    const piece = new TextEncoder().encode("a".repeat(16 * 1024));
+    let pulled = 0;
+    let finished = false;
+    let aborted = false;
+    const scripted: CompletionTarget = {
+      chatInfo: () => info,
+      generate: () => ({
+        async *[Symbol.asyncIterator]() {
+          for (let i = 0; i < 2000 && !aborted; i++) {
+            pulled++;
+            yield { token: 1, piece };
+          }
+          finished = !aborted;
+        },
+        abort: () => void (aborted = true),
+        result: async () => ({ stats: { promptTokens: 1, reusedTokens: 0, generatedTokens: pulled, promptMs: 0, generateMs: 0, sampleMs: 0, stopReason: aborted ? ("abort" as const) : ("eog" as const) } }),
+      }),
+    };
+    const small = await startServer([scripted], { port: 0 });
+    try {
+      const body = JSON.stringify({ messages: [{ role: "user", content: "go" }], stream: true });
+      const socket = connect(small.port, "127.0.0.1");
+      socket.on("error", () => undefined);
+      await new Promise<void>((resolve) => socket.once("connect", () => resolve()));
+      socket.pause(); // never read: the socket buffers fill, then the server's writes stop draining
+      socket.write(`POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+      let last = -1;
+      const stalled = await poll(async () => {
+        const before = pulled;
+        await new Promise((r) => setTimeout(r, 500));
+        last = pulled;
+        return pulled === before && pulled > 0;
+      }, 60_000);
+      expect(stalled, `pulled ${last}`).toBe(true);
+      expect(finished).toBe(false);
+      expect(last).toBeLessThan(2000);
+      // Reading again lets it go on; closing the connection stops it.
+      socket.resume();
+      expect(await poll(() => pulled > last, 10_000)).toBe(true);
+      socket.destroy();
+      expect(await poll(() => aborted, 10_000)).toBe(true);
+      expect(finished).toBe(false);
+    } finally {
+      await small.close();
+    }
   });
 });
 
