@@ -118,7 +118,7 @@ export class LlamaServerBackend implements CompletionTarget {
     const failures: RemoteError[] = [];
     for (;;) {
       if (signal?.aborted) throw aborted(signal);
-      const [server] = await this.#fleet.order(tried);
+      const [server] = await this.#fleet.order(tried, tried.size === 0);
       if (server === undefined) throw unavailable(failures);
       tried.add(server);
       server.inFlight++;
@@ -159,7 +159,7 @@ export class LlamaServerBackend implements CompletionTarget {
         const failures: RemoteError[] = [];
         const tried = new Set<RemoteServer>();
         for (;;) {
-          const [server] = await this.#fleet.order(tried);
+          const [server] = await this.#fleet.order(tried, false);
           if (server === undefined) throw unavailable(failures);
           tried.add(server);
           try {

@@ -29,12 +29,15 @@ export class Fleet {
     this.strategy = strategy;
   }
 
-  /** The servers to try, best first; `tried` are left out. Never empty unless all were tried. */
-  async order(tried: ReadonlySet<RemoteServer>): Promise<RemoteServer[]> {
+  /**
+   * The servers to try, best first; `tried` are left out. Never empty unless all were tried.
+   * `takeTurn` (for requests, not for metadata) moves the round-robin start on.
+   */
+  async order(tried: ReadonlySet<RemoteServer>, takeTurn = true): Promise<RemoteServer[]> {
     const now = Date.now();
     const left = this.servers.filter((s) => !tried.has(s));
     if (left.length === 0) return [];
-    const start = this.#turn++ % this.servers.length;
+    const start = (takeTurn ? this.#turn++ : this.#turn) % this.servers.length;
     const rotation = (s: RemoteServer) => (this.servers.indexOf(s) - start + this.servers.length) % this.servers.length;
     let live = left.filter((s) => s.skipUntil <= now);
     if (live.length === 0) return [...left].sort((a, b) => a.skipUntil - b.skipUntil);
