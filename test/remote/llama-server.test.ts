@@ -4,7 +4,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { loadModel, type Context, type Model } from "../../lib/llama/index.js";
-import { createChatCompletion, type ChatCompletionChunk, type ChatCompletionRequest } from "../../lib/openai/index.js";
+import { gbnfFormatLiteral } from "../../lib/json-schema/index.js";
+import { completionTarget, createChatCompletion, type ChatCompletionChunk, type ChatCompletionRequest, type TargetGeneration, type TargetRequest } from "../../lib/openai/index.js";
 import { connectLlamaServer, RemoteError, type LlamaServerBackend } from "../../lib/remote/index.js";
 import { ensureTestModel } from "../../lib/test-model/index.js";
 import { startLlamaServer, type LlamaServerProc } from "./processes.js";
@@ -84,6 +85,32 @@ describe("connectLlamaServer: same chunks as in-process", () => {
     for (const seed of [1, 2, 3]) {
       const { local, remote } = await both({ messages: user, tools: TOOLS, temperature: 0.8, seed, max_tokens: 60 });
       expect(comparable(remote)).toEqual(comparable(local));
+    }
+  });
+
+  it("a lazy grammar that triggers (a word the model writes): the same tokens after the trigger", async () => {
+    // The random model never writes <tool_call> by itself, so the plans' triggers stay idle above;
+    // here the trigger is a word of its own greedy output, and the grammar takes over from there.
+    const pieces = async (g: TargetGeneration | Promise<TargetGeneration>) => {
+      const out: string[] = [];
+      for await (const t of await g) out.push(Buffer.from(t.piece).toString("latin1"));
+      return out;
+    };
+    const free: TargetRequest = { prompt: { text: "<|im_start|>user\nCount<|im_end|>\n<|im_start|>assistant\n" }, grammar: null, preservedTokens: [], temperature: 0, maxTokens: 12 };
+    const local = completionTarget(context);
+    const before = await pieces(local.generate(free));
+    const word = Buffer.from(before[4]!, "latin1").toString("utf8");
+    expect(word.length).toBeGreaterThan(0);
+    const gbnf = `root ::= ${gbnfFormatLiteral(word)} [a-z ]{1,30} "."`;
+    for (const trigger of [{ type: "word" as const, value: word }, { type: "pattern" as const, value: `(${word.replace(/[.^$|()*+?[\]{}\\]/g, "\\$&")})` }]) {
+      const req: TargetRequest = { ...free, maxTokens: 40, grammar: { gbnf, lazy: true, triggers: [trigger], prefill: "" } };
+      const here = await pieces(local.generate(req));
+      const there = await pieces(backend.generate(req));
+      expect(there).toEqual(here);
+      // the grammar took over: after the trigger word only [a-z ] and a final "."
+      const text = Buffer.from(here.join(""), "latin1").toString("utf8");
+      const after = text.slice(text.indexOf(word) + word.length);
+      expect(after).toMatch(/^[a-z ]*\.?$/);
     }
   });
 
