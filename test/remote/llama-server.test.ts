@@ -17,13 +17,17 @@ let context: Context;
 let servers: LlamaServerProc[] = [];
 let backend: LlamaServerBackend;
 
+// The first run builds llama-server and rpc-server (scripts/llama-tools.mjs): minutes, more on a
+// loaded machine. Later runs find them cached.
+const BUILD_TIMEOUT = 45 * 60_000;
+
 beforeAll(async () => {
   modelPath = await ensureTestModel("tiny");
   servers = await Promise.all([0, 1].map(() => startLlamaServer(modelPath, { contextSize: CONTEXT, parallel: 1, threads: 1 })));
   backend = connectLlamaServer({ urls: servers.map((s) => s.url), timeoutMs: 20_000 });
   model = await loadModel(modelPath);
   context = model.createContext({ contextSize: CONTEXT, threads: 1 });
-});
+}, BUILD_TIMEOUT);
 
 afterAll(async () => {
   backend?.close();
@@ -81,7 +85,7 @@ describe("connectLlamaServer: same chunks as in-process", () => {
     expect(comparable(remote)).toEqual(comparable(local));
   });
 
-  it("tools with tool_choice auto: the lazy grammar and its triggers", async () => {
+  it("tools with tool_choice auto: the lazy grammar with its trigger fields (not hit by this model) changes nothing", async () => {
     for (const seed of [1, 2, 3]) {
       const { local, remote } = await both({ messages: user, tools: TOOLS, temperature: 0.8, seed, max_tokens: 60 });
       expect(comparable(remote)).toEqual(comparable(local));
@@ -127,7 +131,7 @@ describe("connectLlamaServer: same chunks as in-process", () => {
 
 describe("connectLlamaServer: failures", () => {
   it("a server killed mid-stream: ERR_REMOTE_STREAM with the partial output; new requests go to the other", async () => {
-    const request: ChatCompletionRequest = { messages: user, temperature: 0, max_tokens: 1500 };
+    const request: ChatCompletionRequest = { messages: user, temperature: 0, max_tokens: 800 };
     // The precondition: this output runs long enough to be cut.
     const full = await createChatCompletion(context, { ...request, stream: false });
     expect(full.choices[0]!.finish_reason).toBe("length");
