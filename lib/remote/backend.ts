@@ -118,10 +118,9 @@ export class LlamaServerBackend implements CompletionTarget {
     const failures: RemoteError[] = [];
     for (;;) {
       if (signal?.aborted) throw aborted(signal);
-      const [server] = await this.#fleet.order(tried, tried.size === 0);
+      const server = await this.#fleet.pick(tried, tried.size === 0);
       if (server === undefined) throw unavailable(failures);
       tried.add(server);
-      server.inFlight++;
       let released = false;
       const release = () => {
         if (!released) server.inFlight--;

@@ -123,7 +123,7 @@ export class RemoteServer {
         const slots = await this.json<{ is_processing?: boolean }[]>("GET", "/slots");
         if (Array.isArray(slots)) {
           const busy = slots.filter((s) => s !== null && typeof s === "object" && s.is_processing === true).length;
-          return { busy: Math.max(busy, this.inFlight), total: slots.length || props.totalSlots };
+          return { busy, total: slots.length || props.totalSlots };
         }
       } catch (error) {
         // 501 (disabled with --no-slots) or 404 (an older server): /health tells only up or down.

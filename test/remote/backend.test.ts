@@ -331,6 +331,24 @@ describe("the fleet", () => {
     expect(c.bodies.length).toBe(3);
   });
 
+  it("least busy, 6 requests at once: they fill the free slots (each pick sees the others' reservations)", async () => {
+    const slow = (_b: unknown, res: ServerResponse) => {
+      stream(res);
+      setTimeout(() => {
+        sse(res, final("limit", 0));
+        res.end();
+      }, 100);
+    };
+    const a = await fake({ totalSlots: 4, completion: slow });
+    const c = await fake({ totalSlots: 4, completion: slow });
+    // A has 2 of its 4 slots busy with someone else's work: 2 free there, 4 on C
+    a.options.busySlots = 2;
+    const b = connect([a.url, c.url]);
+    const gens = await Promise.all(Array.from({ length: 6 }, () => b.generate(request())));
+    await Promise.all(gens.map((g) => g.result()));
+    expect([a.bodies.length, c.bodies.length]).toEqual([2, 4]);
+  });
+
   it("round robin takes turns; so does least busy on a tie", async () => {
     for (const strategy of ["round-robin", "least-busy"] as const) {
       const a = await fake();
