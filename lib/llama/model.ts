@@ -146,6 +146,12 @@ export class Model {
     return (attributes & (TOKEN_ATTR_CONTROL | TOKEN_ATTR_USER_DEFINED)) !== 0;
   }
 
+  /** The token's llama_token_attr bits (llama.h: UNKNOWN 1, CONTROL 8, USER_DEFINED 16, LSTRIP 128, RSTRIP 256...). */
+  tokenAttributes(token: number): number {
+    const native = this.#live();
+    return callNative(() => native.tokenAttributes(this.#token(token)));
+  }
+
   tokenize(text: string, options?: TokenizeOptions): Int32Array {
     str(text, "text");
     const o = optionalObject(options, "options");
