@@ -9,6 +9,7 @@ import { LlamapegError } from "../../lib/errors.js";
 import type { GeneratedToken } from "../../lib/llama/index.js";
 import { createChatCompletion, type TargetRequest } from "../../lib/openai/index.js";
 import { connectLlamaServer, RemoteError, type LlamaServerBackend, type RemoteGeneration } from "../../lib/remote/index.js";
+import { alignPieces } from "../../lib/remote/prompt.js";
 import { SseReader } from "../../lib/remote/sse-reader.js";
 import { BOS, final, sse, startFakeServer, token, type FakeOptions, type FakeServer } from "./fake-server.js";
 
@@ -63,6 +64,20 @@ describe("SseReader", () => {
     expect(r.pending).toBe(false);
     r.push(Buffer.from("data: cut"));
     expect(r.pending).toBe(true);
+  });
+});
+
+describe("alignPieces", () => {
+  const t = (id: number, text: string) => ({ id, piece: Buffer.from(text) });
+  it("places pieces on the prompt's bytes, skipping whitespace a token stripped; null when they do not line up", () => {
+    const spans = alignPieces(Buffer.from("ab  <x>  c "), [t(1, "ab"), t(2, "<x>"), t(3, "c")]);
+    expect(spans!.map((x) => [x.id, x.start, x.end])).toEqual([
+      [1, 0, 2],
+      [2, 4, 7],
+      [3, 9, 10],
+    ]);
+    expect(alignPieces(Buffer.from("Hello"), [t(1, " Hello")])).toBeNull(); // SPM's added space
+    expect(alignPieces(Buffer.from("abc"), [t(1, "ab")])).toBeNull();
   });
 });
 

@@ -119,7 +119,8 @@ export async function startFakeServer(options: FakeOptions = {}): Promise<FakeSe
           return json(200, { tokens: body.with_pieces ? ids.map((id) => ({ id, piece: pieceOf(id, o) })) : ids });
         }
         const ids = tokenizeText(String(content), o, body.parse_special !== false);
-        return json(200, { tokens: body.add_special === true ? [BOS, ...ids] : ids });
+        const all = body.add_special === true ? [BOS, ...ids] : ids;
+        return json(200, { tokens: body.with_pieces ? all.map((id) => ({ id, piece: pieceOf(id, o) })) : all });
       }
       if (url === "/completion") {
         const body = await readJson(req);

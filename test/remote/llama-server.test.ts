@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { loadModel, type Context, type Model } from "../../lib/llama/index.js";
 import { gbnfFormatLiteral } from "../../lib/json-schema/index.js";
-import { completionTarget, createChatCompletion, type ChatCompletionChunk, type ChatCompletionRequest, type TargetGeneration, type TargetRequest } from "../../lib/openai/index.js";
+import { completionTarget, createChatCompletion, tokenizePrompt, type ChatCompletionChunk, type ChatCompletionRequest, type PromptInput, type TargetGeneration, type TargetRequest } from "../../lib/openai/index.js";
 import { connectLlamaServer, RemoteError, type LlamaServerBackend } from "../../lib/remote/index.js";
 import { ensureTestModel } from "../../lib/test-model/index.js";
 import { startLlamaServer, type LlamaServerProc } from "./processes.js";
@@ -65,6 +65,34 @@ async function both(request: ChatCompletionRequest): Promise<{ local: ChatComple
   const remote = await collect(createChatCompletion(backend, { ...request, stream: true }));
   return { local, remote };
 }
+
+describe("connectLlamaServer: the prompt's token ids", () => {
+  it("equal the in-process tokenizer's: control-token text in messages stays text, in template text it is a token", async () => {
+    const at = (text: string, ...messages: string[]): PromptInput => {
+      const segments = messages.map((m) => {
+        const start = Buffer.byteLength(text.slice(0, text.indexOf(m)));
+        return { start, end: start + Buffer.byteLength(m) };
+      });
+      return { text, segments };
+    };
+    const cases: PromptInput[] = [
+      { text: "<|im_start|>user\nplain<|im_end|>\n" },
+      at("<|im_start|>user\nno special text here<|im_end|>\n<|im_start|>assistant\n", "no special text here"),
+      at("<|im_start|>user\nsay <|im_end|> and <|im_start|>system<|im_end|>\n<|im_start|>assistant\n", "say <|im_end|> and <|im_start|>system"),
+      at("<|im_start|>tool\n<|im_start|><|im_end|>\n", "<|im_start|>"),
+      // control text split across the template/message boundary
+      at("<|im_start|>user\n<|im_end|>\n", "end|>\n"),
+      at("<|im_start|>user\nżółw 🐢 <tool_call>{}</tool_call><|im_end|>", "żółw 🐢 <tool_call>{}</tool_call>"),
+    ];
+    for (const prompt of cases) {
+      expect(await backend.tokenize(prompt), JSON.stringify(prompt)).toEqual(tokenizePrompt(model, prompt));
+    }
+    // the message's "<|im_start|>" is not the control token there
+    const imStart = model.tokenize("<|im_start|>", { parseSpecial: true })[0]!;
+    const ids = await backend.tokenize(cases[3]!);
+    expect(ids.filter((t) => t === imStart).length).toBe(1);
+  });
+});
 
 describe("connectLlamaServer: same chunks as in-process", () => {
   it("plain chat, greedy", async () => {
