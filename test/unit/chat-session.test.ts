@@ -164,7 +164,7 @@ describe("ChatSession over hand-built grammars", () => {
 
 describe("ChatSession with stray invalid UTF-8 in the output", () => {
   const plan = plans.get(GRAMMARS[0]!.name)!;
-  const cat = (...parts: (string | number[])[]): Uint8Array => Uint8Array.from(parts.flatMap((x) => (typeof x === "string" ? [...encoder.encode(x)] : x)));
+  const cat = (...parts: (string | readonly number[])[]): Uint8Array => Uint8Array.from(parts.flatMap((x) => (typeof x === "string" ? [...encoder.encode(x)] : x)));
 
   it("a stray byte before a tool call is U+FFFD in the content, and the call stays a call", () => {
     for (const stray of [[0xff], [0x80], [0xe2, 0x41], [0xc3]]) {
@@ -186,7 +186,7 @@ describe("ChatSession with stray invalid UTF-8 in the output", () => {
     const valid = encoder.encode(GRAMMARS[0]!.valid[0]!);
     fc.assert(
       fc.property(fc.array(fc.tuple(fc.nat(), fc.constantFrom([0xff], [0x80], [0xe2, 0x82], [0xf0, 0x41], [0xc3])), { minLength: 1, maxLength: 3 }), fc.array(fc.nat(400), { maxLength: 25 }), (strays, cuts) => {
-        let bytes = valid;
+        let bytes: Uint8Array = valid;
         for (const [at, b] of strays) {
           const i = at % (bytes.length + 1);
           bytes = cat([...bytes.subarray(0, i)], b, [...bytes.subarray(i)]);
