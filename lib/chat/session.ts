@@ -85,6 +85,8 @@ export class ChatSession {
   private readonly streamParser: ChatInputParser | null;
   /** Maps each streamed frame from where the previous one left off (plans the generic mapper reads). */
   private readonly streamMapper: StreamMapper | ContentStream | null;
+  /** Input bytes the stream parser holds (it is given only the bytes after them). */
+  private streamParsed = 0;
   private readonly ids: string[] = [];
   private readonly headerSent: boolean[] = [];
   private message: AssistantMessage = emptyAssistantMessage();
@@ -195,7 +197,9 @@ export class ChatSession {
       const frame = sm.map(bytes, true);
       return { outcome: { message: frame.message, result: null, consumed: frame.consumed }, frame };
     }
-    const result = this.streamParser!.parse(bytes, STREAM_PARSE);
+    const sp = this.streamParser!;
+    const result = sp.extend !== undefined ? sp.extend(bytes.subarray(this.streamParsed), STREAM_PARSE) : sp.parse(bytes, STREAM_PARSE);
+    this.streamParsed = bytes.length;
     // a failed parse ends the parsed part of the stream (step() falls back to content)
     if (result.type === "fail") return { outcome: { message: emptyAssistantMessage(), result, consumed: 0 }, frame: null };
     const frame = sm.map(result.ast, bytes, true);
