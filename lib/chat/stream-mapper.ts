@@ -66,29 +66,45 @@ const READS = 2;
 
 const decoder = new TextDecoder("utf-8");
 
+/** The reader and state machine of one frame (one per mapper, re-aimed at each frame's AST). */
 class Walk {
   consumed = 0;
+  ast!: PegAst;
+  bytes!: Uint8Array;
+  partial = true;
   readonly core: MapperCore<number>;
 
-  constructor(
-    readonly ast: PegAst,
-    readonly bytes: Uint8Array,
-    readonly partial: boolean,
-    readonly ranges: RangeTexts,
-  ) {
+  constructor(readonly ranges: RangeTexts) {
     const reader: NodeReader<number> = {
       text: (id) => {
-        const end = ast.end(id);
+        const end = this.ast.end(id);
         if (end > this.consumed) this.consumed = end;
-        return decodeRange(bytes, ast.start(id), end, partial);
+        return decodeRange(this.bytes, this.ast.start(id), end, this.partial);
       },
       piece: (id, tf) => {
-        const end = ast.end(id);
+        const end = this.ast.end(id);
         if (end > this.consumed) this.consumed = end;
-        return ranges.read(bytes, ast.start(id), end, partial, tf);
+        return this.ranges.read(this.bytes, this.ast.start(id), end, this.partial, tf);
       },
     };
     this.core = new MapperCore(reader, true);
+  }
+
+  /** Aims at a new frame, with the state machine at its start. */
+  begin(ast: PegAst, bytes: Uint8Array, partial: boolean): void {
+    this.ast = ast;
+    this.bytes = bytes;
+    this.partial = partial;
+    this.consumed = 0;
+    const core = this.core;
+    core.reasoning = new Field(true);
+    core.content = new Field(true);
+    core.argsBuffer = new Field(true);
+    core.calls = [];
+    core.pending = null;
+    core.current = null;
+    core.argCount = 0;
+    core.quotePending = false;
   }
 
   /** Maps the subtree at `id` (tagged nodes only; untagged subtrees are skipped). */
@@ -134,6 +150,7 @@ interface Frame {
 
 export class StreamMapper {
   private readonly ranges = new RangeTexts();
+  private readonly walk = new Walk(this.ranges);
   private store: object | null = null;
   private levels: Level[] = [];
   private snap: Snapshot | null = null;
@@ -142,7 +159,8 @@ export class StreamMapper {
 
   /** Maps one streamed AST (`ast.input` is `bytes`), reusing the previous frame's checkpoint where it still holds. */
   map(ast: PegAst, bytes: Uint8Array, partial: boolean): StreamFrame {
-    const walk = new Walk(ast, bytes, partial, this.ranges);
+    const walk = this.walk;
+    walk.begin(ast, bytes, partial);
     const tailClean = completeUtf8Prefix(bytes, bytes.length) === bytes.length;
     // a settled node can be mapped once and for all unless its text ends in a character the end of
     // the input cuts (a later frame would show that character)

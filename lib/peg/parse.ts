@@ -9,7 +9,7 @@
  * - AST node ids produced on the way to a result live on one shared stack instead of per-result vectors.
  */
 import { LlamapegError } from "../errors.js";
-import { AstBuffers, PegAst, expandStack, stackIdCount } from "./ast.js";
+import { AstBuffers, PegAst, TAGGED, expandStack, stackIdCount } from "./ast.js";
 import { dumpNode } from "./dump.js";
 import { type FirstSet, firstBytes } from "./first.js";
 import { compileChars, compileStringContent, compileUntil } from "./leaves.js";
@@ -566,8 +566,8 @@ function resumeRepetition(s: ParseState, pos: number, id: PegNodeId, loop: Repet
     }
     const n = expandStack(s.stack, base, s.repSp, s.reps, entry.ids, entry.n);
     if (!entry.tagged) {
-      const tagged = s.ast.tagged;
-      for (let i = entry.n; i < n; i++) if (tagged[entry.ids[i]!]) entry.tagged = true;
+      const flags = s.ast.flags;
+      for (let i = entry.n; i < n; i++) if ((flags[entry.ids[i]!]! & TAGGED) !== 0) entry.tagged = true;
     }
     entry.n = n;
     entry.count = s.repCount;
