@@ -65,6 +65,8 @@ export {
   clearPlanCache,
   validateJson,
 } from "./openai/index.js";
+// the same completions on llama-server processes
+export { connectLlamaServer, RemoteError, type LlamaServerBackend, type LlamaServerOptions, type Strategy as LlamaServerStrategy } from "./remote/index.js";
 export type {
   ChatCompletionRequest,
   ChatCompletion,
