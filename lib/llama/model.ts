@@ -1,7 +1,9 @@
 /** `loadModel()` and `Model`: a loaded GGUF, its vocabulary, metadata and contexts. */
+import { stat } from "node:fs/promises";
 import { resolve } from "node:path";
 
 import { LlamapegError } from "../errors.js";
+import { readGgufFile } from "../gguf/read.js";
 import { binding, callNative, fromNative, type GgufMetadataValue, type NativeModel, type NativeModelInfo } from "../native/binding.js";
 import { Context, type ContextOptions } from "./context.js";
 import { bool, checkKeys, int, optionalObject, str } from "./validate.js";
@@ -48,13 +50,21 @@ export async function loadModel(path: string, options?: LoadModelOptions): Promi
   if (o.onProgress !== undefined && typeof o.onProgress !== "function") throw new TypeError("onProgress must be a function");
   const onProgress = o.onProgress as ((progress: number) => void) | undefined;
   const full = resolve(path);
+  // What would make llama.cpp's loader abort the process is a coded error here (lib/gguf/validate.ts).
+  if ((await stat(full).catch(() => null))?.isFile()) await readGgufFile(full, { validate: true, vocabOnly });
   let native: NativeModel;
   try {
     native = await binding().loadModel(full, { gpuLayers, useMmap, vocabOnly }, onProgress);
   } catch (error) {
     throw fromNative(error, full);
   }
-  return new Model(native, full);
+  const model = new Model(native, full);
+  // tokenizing with addSpecial would GGML_ASSERT on the missing id
+  if ((model.addBos && model.bos === null) || (model.addEos && model.eos === null)) {
+    model.dispose();
+    throw new LlamapegError("ERR_MODEL_CORRUPT", `${full}: the tokenizer adds ${model.addBos && model.bos === null ? "BOS" : "EOS"} but the vocabulary has no such token`, { where: full });
+  }
+  return model;
 }
 
 export class Model {
