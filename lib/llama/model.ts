@@ -160,7 +160,12 @@ export class Model {
     const addSpecial = bool(o.addSpecial, "addSpecial", false);
     const parseSpecial = bool(o.parseSpecial, "parseSpecial", false);
     const native = this.#live();
-    return callNative(() => native.tokenize(text, addSpecial, parseSpecial));
+    const ids = callNative(() => native.tokenize(text, addSpecial, parseSpecial));
+    // a vocabulary that does not fit its tokenizer type (an RWKV table of GPT-2 strings) yields -1
+    for (const id of ids) {
+      if (id < 0) throw new LlamapegError("ERR_MODEL_UNSUPPORTED", `the model's tokenizer cannot tokenize this text (it produced token id ${id})`, { where: this.path });
+    }
+    return ids;
   }
 
   /** The bytes of one token. A piece may hold only part of a UTF-8 character. */
