@@ -83,8 +83,10 @@ function nestedArray(depth: number): GgufValue {
   return v;
 }
 
-/** Every damaged variant (and the valid base, first). */
-export function ggufCorpus(seed = 1): GgufVariant[] {
+/** Every damaged variant (and the valid base, first). "ci" makes fewer random byte mutations. */
+export function ggufCorpus(seed = 1, size: "ci" | "long" = "long"): GgufVariant[] {
+  const flips = size === "ci" ? 20 : 300;
+  const overwrites = size === "ci" ? 10 : 150;
   const base = miniModel();
   const out: GgufVariant[] = [];
   const add = (name: string, part: GgufVariant["part"], g: RawGguf, vocabOnly = false) => out.push({ name, part, vocabOnly, bytes: encodeRawGguf(g) });
@@ -111,13 +113,13 @@ export function ggufCorpus(seed = 1): GgufVariant[] {
   for (const n of [0n, 26n, 1000n, 1n << 62n, (1n << 64n) - 1n]) add(`tensor count ${n}`, "header", { ...base, tensorCount: n });
   for (const n of [0n, 10n, BigInt(base.metadata.length + 1), 1n << 62n]) add(`metadata count ${n}`, "header", { ...base, kvCount: n });
   const rng = mulberry32(seed);
-  for (let i = 0; i < 80; i++) {
+  for (let i = 0; i < flips; i++) {
     const b = Buffer.from(valid);
     const flips = 1 + Math.floor(rng() * 4);
     for (let j = 0; j < flips; j++) b[Math.floor(rng() * headerEnd)] ^= 1 << Math.floor(rng() * 8);
     bytes(`random bit flips ${i}`, b);
   }
-  for (let i = 0; i < 40; i++) {
+  for (let i = 0; i < overwrites; i++) {
     const at = Math.floor(rng() * (headerEnd - 8));
     const c = Buffer.from(valid);
     c.fill(rng() < 0.5 ? 0xff : 0x00, at, at + 8);
