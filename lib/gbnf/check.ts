@@ -16,6 +16,12 @@ export const MAX_NESTING = 200;
 export const MAX_CHAIN = 2000;
 /** Most grammar elements (8 bytes each in llama.cpp) a grammar may expand to. */
 export const MAX_ELEMENTS = 4_000_000;
+/**
+ * Most parse stacks one rule may start (its alternatives, through leftmost references): llama.cpp
+ * matches every stack against every vocabulary token at each step, so a 100,000-value enum costs
+ * it a minute per token.
+ */
+export const MAX_FANOUT = 10_000;
 
 export interface CheckGbnfOptions {
   /** The start rule. Default "root". */
@@ -28,6 +34,8 @@ export interface GbnfStats {
   elements: number;
   /** Longest chain of leftmost rule references. */
   chain: number;
+  /** Most parse stacks one rule starts (an upper bound). */
+  fanout: number;
 }
 
 function lineColumn(src: string, offset: number): string {
@@ -65,8 +73,8 @@ export function checkGbnf(gbnf: string, options: CheckGbnfOptions = {}): GbnfSta
   let elements = 0;
   for (const r of g.rules) elements += r.elements;
 
-  const chain = leftmostChains(gbnf, g);
-  return { rules: g.rules.length, elements, chain };
+  const { chain, fanout } = leftmostChains(gbnf, g);
+  return { rules: g.rules.length, elements, chain, fanout };
 }
 
 /**
@@ -74,7 +82,7 @@ export function checkGbnf(gbnf: string, options: CheckGbnfOptions = {}): GbnfSta
  * referenced at the start of an alternative (and after a reference to a rule with an empty
  * alternative). A cycle is left recursion; the longest path is the depth llama.cpp recurses to.
  */
-function leftmostChains(src: string, g: ParsedGrammar): number {
+function leftmostChains(src: string, g: ParsedGrammar): { chain: number; fanout: number } {
   const n = g.rules.length;
   const mayBeEmpty = g.rules.map((r) => r.alternatives.some((a) => a.length === 0));
   const edges: number[][] = g.rules.map((r) => {
@@ -91,6 +99,10 @@ function leftmostChains(src: string, g: ParsedGrammar): number {
   // 0 = unseen, 1 = on the path, 2 = done; depth = longest chain from the rule
   const state = new Uint8Array(n);
   const depth = new Int32Array(n);
+  // stacks a rule starts: one per alternative that begins with a terminal (or is empty), plus
+  // those of the rules it begins with
+  const fan = new Float64Array(n);
+  let widest = 0;
   const stack: { rule: number; next: number }[] = [];
   let longest = 0;
   for (let start = 0; start < n; start++) {
@@ -115,6 +127,21 @@ function leftmostChains(src: string, g: ParsedGrammar): number {
       let d = 1;
       for (const to of out) d = Math.max(d, depth[to]! + 1);
       depth[top.rule] = d;
+      let f = 0;
+      for (const alt of g.rules[top.rule]!.alternatives) {
+        let i = 0;
+        for (; i < alt.length && alt[i] !== TERMINAL; i++) {
+          f += fan[alt[i]!]!;
+          if (!mayBeEmpty[alt[i]!]) break;
+        }
+        if (i === alt.length || alt[i] === TERMINAL) f += 1;
+      }
+      fan[top.rule] = Math.min(f, 1e12);
+      widest = Math.max(widest, fan[top.rule]!);
+      if (fan[top.rule]! > MAX_FANOUT) {
+        const r = g.rules[top.rule]!;
+        invalid(src, `rule ${r.name} starts ${fan[top.rule]} parse stacks (at most ${MAX_FANOUT}): llama.cpp would match each against the whole vocabulary at every token`, r.offset, r.name);
+      }
       state[top.rule] = 2;
       stack.pop();
       if (d > MAX_CHAIN) {
@@ -124,5 +151,5 @@ function leftmostChains(src: string, g: ParsedGrammar): number {
       longest = Math.max(longest, d);
     }
   }
-  return longest;
+  return { chain: longest, fanout: widest };
 }

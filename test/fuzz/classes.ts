@@ -22,6 +22,8 @@ export interface FuzzSummary {
   /** By error code. */
   codes: Record<string, number>;
   uncoded: number;
+  /** TypeError/RangeError from an argument check (bad input named, no code yet: issue 16.5). */
+  argument: number;
   crashes: number;
   hangs: number;
   maxMs: number;
@@ -58,10 +60,11 @@ export async function runFuzzClass(
     caseTimeoutMs: o.caseTimeoutMs ?? 30_000,
     env: { ...process.env, OMP_WAIT_POLICY: "passive" },
   });
-  const s: FuzzSummary = { class: name, raw: o.raw === true, cases: count, ok: 0, coded: 0, codes: {}, uncoded: 0, crashes: 0, hangs: 0, maxMs: 0, peakRssMb: 0, failures: [], slowest: [], peakRssCase: "" };
+  const s: FuzzSummary = { class: name, raw: o.raw === true, cases: count, ok: 0, coded: 0, codes: {}, uncoded: 0, argument: 0, crashes: 0, hangs: 0, maxMs: 0, peakRssMb: 0, failures: [], slowest: [], peakRssCase: "" };
   results.forEach((res, index) => {
     const r = res as ChildResult & { ms?: number; rssKb?: number; code?: string };
     if (r.outcome === "ok") s.ok++;
+    else if (r.outcome === "argument") s.argument++;
     else if (r.outcome === "coded") {
       s.coded++;
       const code = String(r.code);
@@ -92,5 +95,5 @@ export async function runFuzzClass(
 }
 
 export function formatSummary(s: FuzzSummary): string {
-  return `${s.class}${s.raw ? " (no pre-checks)" : ""}: ${s.cases} cases, ${s.ok} ok, ${s.coded} coded errors ${JSON.stringify(s.codes)}, ${s.uncoded} uncoded, ${s.crashes} crashes, ${s.hangs} hangs; max ${s.maxMs.toFixed(0)} ms (${s.slowest.map((x) => `${x.case}: ${x.ms} ms`).join("; ")}), peak RSS ${s.peakRssMb} MB (${s.peakRssCase})`;
+  return `${s.class}${s.raw ? " (no pre-checks)" : ""}: ${s.cases} cases, ${s.ok} ok, ${s.coded} coded errors ${JSON.stringify(s.codes)}, ${s.argument} argument errors, ${s.uncoded} uncoded, ${s.crashes} crashes, ${s.hangs} hangs; max ${s.maxMs.toFixed(0)} ms (${s.slowest.map((x) => `${x.case}: ${x.ms} ms`).join("; ")}), peak RSS ${s.peakRssMb} MB (${s.peakRssCase})`;
 }

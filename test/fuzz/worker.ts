@@ -17,10 +17,16 @@ for (let i = Number(firstArg); i < cases.length; i++) {
     result = { outcome: "ok", ...((await cls.run(cases[i], { raw })) ?? {}) };
   } catch (e) {
     const code = (e as { code?: unknown })?.code;
+    const message = String((e as Error)?.message ?? e);
+    // an argument check's TypeError/RangeError (the library's convention) is deliberate; a stack
+    // overflow's RangeError is not
+    const argument = (e instanceof TypeError || e instanceof RangeError) && !/call stack/i.test(message);
     result =
       typeof code === "string" && code.startsWith("ERR_")
         ? { outcome: "coded", code }
-        : { outcome: "uncoded", error: `${(e as Error)?.name}: ${String((e as Error)?.message ?? e).slice(0, 300)}` };
+        : argument
+          ? { outcome: "argument", error: `${(e as Error).name}: ${message.slice(0, 200)}` }
+          : { outcome: "uncoded", error: `${(e as Error)?.name}: ${message.slice(0, 300)}` };
   }
   result.ms = Number(process.hrtime.bigint() - t0) / 1e6;
   result.rssKb = process.resourceUsage().maxRSS;

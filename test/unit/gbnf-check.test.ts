@@ -66,6 +66,15 @@ describe("checkGbnf", () => {
     expect(e.where).toMatch(/rule r\d+/);
   });
 
+  it("a rule that starts more than 10,000 parse stacks (a 100,000-value enum) is rejected", () => {
+    const e = reject(`root ::= ${Array.from({ length: 100_000 }, (_, i) => `"v${i}"`).join(" | ")}\n`);
+    expect(e.message).toContain("starts 100000 parse stacks");
+    expect(checkGbnf(`root ::= ${Array.from({ length: 5000 }, (_, i) => `"v${i}"`).join(" | ")}\n`).fanout).toBe(5000);
+    // fan-out adds up through leftmost references and past rules that may be empty (an upper
+    // bound: b's empty alternative and the "x" after it count as two)
+    expect(checkGbnf('root ::= a | b "x"\na ::= "1" | "2"\nb ::= "3" | \n').fanout).toBe(5);
+  });
+
   it("huge expansions are rejected before llama.cpp allocates them", () => {
     const big = `root ::= "${"x".repeat(100_000)}"{1999}\n`;
     expect(reject(big).message).toMatch(/expands to more than \d+ elements/);

@@ -72,6 +72,13 @@ describe("hostile schemas", () => {
     expect(e.message).toContain("chain of");
   });
 
+  it("a 100,000-value enum: ERR_SCHEMA_UNSUPPORTED (llama.cpp would match 100,000 stacks against the vocabulary per token)", () => {
+    const e = invalid({ enum: Array.from({ length: 100_000 }, (_, i) => `v${i}`) });
+    expect(e.code).toBe("ERR_SCHEMA_UNSUPPORTED");
+    expect(e.message).toContain("parse stacks");
+    expect(() => compileJsonSchema({ enum: Array.from({ length: 5000 }, (_, i) => `v${i}`) })).not.toThrow();
+  });
+
   it("deep but ordinary nesting (200 levels) compiles and passes checkGbnf", () => {
     const gbnf = jsonSchemaToGbnf(nested(200, (s) => ({ type: "object", properties: { a: s }, required: ["a"] })));
     expect(checkGbnf(gbnf).chain).toBeLessThan(10);
