@@ -1,7 +1,9 @@
 /** `loadModel()` and `Model`: a loaded GGUF, its vocabulary, metadata and contexts. */
+import { stat } from "node:fs/promises";
 import { resolve } from "node:path";
 
 import { LlamapegError } from "../errors.js";
+import { readGgufFile } from "../gguf/read.js";
 import { binding, callNative, fromNative, type GgufMetadataValue, type NativeModel, type NativeModelInfo } from "../native/binding.js";
 import { withRpcServers } from "../remote/rpc.js";
 import { Context, type ContextOptions } from "./context.js";
@@ -55,6 +57,8 @@ export async function loadModel(path: string, options?: LoadModelOptions): Promi
   if (o.onProgress !== undefined && typeof o.onProgress !== "function") throw new TypeError("onProgress must be a function");
   const onProgress = o.onProgress as ((progress: number) => void) | undefined;
   const full = resolve(path);
+  // What would make llama.cpp's loader abort the process is a coded error here (lib/gguf/validate.ts).
+  if ((await stat(full).catch(() => null))?.isFile()) await readGgufFile(full, { validate: true, vocabOnly });
   return withRpcServers(o.rpcServers, vocabOnly, async (rpcServers) => {
     let native: NativeModel;
     try {
@@ -62,7 +66,13 @@ export async function loadModel(path: string, options?: LoadModelOptions): Promi
     } catch (error) {
       throw fromNative(error, full);
     }
-    return new Model(native, full);
+    const model = new Model(native, full);
+    // tokenizing with addSpecial would GGML_ASSERT on the missing id
+    if ((model.addBos && model.bos === null) || (model.addEos && model.eos === null)) {
+      model.dispose();
+      throw new LlamapegError("ERR_MODEL_CORRUPT", `${full}: the tokenizer adds ${model.addBos && model.bos === null ? "BOS" : "EOS"} but the vocabulary has no such token`, { where: full });
+    }
+    return model;
   });
 }
 
@@ -159,7 +169,12 @@ export class Model {
     const addSpecial = bool(o.addSpecial, "addSpecial", false);
     const parseSpecial = bool(o.parseSpecial, "parseSpecial", false);
     const native = this.#live();
-    return callNative(() => native.tokenize(text, addSpecial, parseSpecial));
+    const ids = callNative(() => native.tokenize(text, addSpecial, parseSpecial));
+    // a vocabulary that does not fit its tokenizer type (an RWKV table of GPT-2 strings) yields -1
+    for (const id of ids) {
+      if (id < 0) throw new LlamapegError("ERR_MODEL_UNSUPPORTED", `the model's tokenizer cannot tokenize this text (it produced token id ${id})`, { where: this.path });
+    }
+    return ids;
   }
 
   /** The bytes of one token. A piece may hold only part of a UTF-8 character. */

@@ -11,7 +11,7 @@
  */
 import { LlamapegError } from "../errors.js";
 import { escapeRegex } from "../llama/generate-options.js";
-import type { CompletionTarget, SamplingGrammar, TargetChatInfo, TargetRequest } from "../openai/target.js";
+import type { CompletionTarget, PromptInput, SamplingGrammar, TargetChatInfo, TargetRequest } from "../openai/target.js";
 import { RemoteError } from "./errors.js";
 import { Fleet, type Strategy } from "./fleet.js";
 import { RemoteGeneration } from "./generation.js";
@@ -118,10 +118,9 @@ export class LlamaServerBackend implements CompletionTarget {
     const failures: RemoteError[] = [];
     for (;;) {
       if (signal?.aborted) throw aborted(signal);
-      const [server] = await this.#fleet.order(tried);
+      const server = await this.#fleet.pick(tried, tried.size === 0);
       if (server === undefined) throw unavailable(failures);
       tried.add(server);
-      server.inFlight++;
       let released = false;
       const release = () => {
         if (!released) server.inFlight--;
@@ -146,6 +145,27 @@ export class LlamaServerBackend implements CompletionTarget {
     }
   }
 
+  /**
+   * The token ids a request with this prompt sends (tokenized on the server the fleet picks now):
+   * special tokens parsed only outside the message segments, as in-process.
+   */
+  async tokenize(prompt: PromptInput, signal?: AbortSignal): Promise<number[]> {
+    const tried = new Set<RemoteServer>();
+    const failures: RemoteError[] = [];
+    for (;;) {
+      const [server] = await this.#fleet.order(tried, false);
+      if (server === undefined) throw unavailable(failures);
+      tried.add(server);
+      try {
+        return await tokenizeRemotePrompt(server, prompt, signal);
+      } catch (error) {
+        if (!(error instanceof RemoteError) || !movable(error)) throw error;
+        server.failed(error);
+        failures.push(error);
+      }
+    }
+  }
+
   /** Closes the kept-alive connections. Running generations are not stopped; new ones are refused. */
   close(): void {
     this.#closed = true;
@@ -159,7 +179,7 @@ export class LlamaServerBackend implements CompletionTarget {
         const failures: RemoteError[] = [];
         const tried = new Set<RemoteServer>();
         for (;;) {
-          const [server] = await this.#fleet.order(tried);
+          const [server] = await this.#fleet.order(tried, false);
           if (server === undefined) throw unavailable(failures);
           tried.add(server);
           try {

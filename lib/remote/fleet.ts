@@ -15,6 +15,8 @@ const LOAD_TTL_MS = 250;
 interface Snapshot {
   at: number;
   load: Load | null;
+  /** Our requests on the server when it reported `load` (already inside its busy count). */
+  ours: number;
 }
 
 export class Fleet {
@@ -22,56 +24,74 @@ export class Fleet {
   readonly strategy: Strategy;
   #turn = 0;
   readonly #loads = new Map<RemoteServer, Snapshot>();
-  readonly #pending = new Map<RemoteServer, Promise<Load | null>>();
+  readonly #pending = new Map<RemoteServer, Promise<Snapshot>>();
 
   constructor(servers: readonly RemoteServer[], strategy: Strategy) {
     this.servers = servers;
     this.strategy = strategy;
   }
 
-  /** The servers to try, best first; `tried` are left out. Never empty unless all were tried. */
-  async order(tried: ReadonlySet<RemoteServer>): Promise<RemoteServer[]> {
+  /**
+   * The best server not in `tried`, with one request reserved on it (`inFlight` + 1) in the same
+   * synchronous step that ranked it, so concurrent picks see each other. The caller releases it.
+   * `takeTurn` (for requests, not metadata) moves the round-robin start on.
+   */
+  async pick(tried: ReadonlySet<RemoteServer>, takeTurn = true): Promise<RemoteServer | undefined> {
+    const [best] = await this.order(tried, takeTurn, true);
+    return best;
+  }
+
+  /** The servers to try, best first; `tried` are left out. Empty only when all were tried. */
+  async order(tried: ReadonlySet<RemoteServer>, takeTurn = true, reserve = false): Promise<RemoteServer[]> {
     const now = Date.now();
     const left = this.servers.filter((s) => !tried.has(s));
     if (left.length === 0) return [];
-    const start = this.#turn++ % this.servers.length;
+    const start = (takeTurn ? this.#turn++ : this.#turn) % this.servers.length;
     const rotation = (s: RemoteServer) => (this.servers.indexOf(s) - start + this.servers.length) % this.servers.length;
+    const done = (list: RemoteServer[]) => {
+      if (reserve && list[0] !== undefined) list[0].inFlight++;
+      return list;
+    };
     let live = left.filter((s) => s.skipUntil <= now);
-    if (live.length === 0) return [...left].sort((a, b) => a.skipUntil - b.skipUntil);
+    if (live.length === 0) return done([...left].sort((a, b) => a.skipUntil - b.skipUntil));
     live.sort((a, b) => rotation(a) - rotation(b));
-    if (this.strategy === "round-robin" || live.length === 1) return [...live, ...skipped(left, now)];
+    if (this.strategy === "round-robin" || live.length === 1) return done([...live, ...skipped(left, now)]);
 
-    const loads = await Promise.all(live.map((s) => this.#load(s)));
+    const snaps = await Promise.all(live.map((s) => this.#load(s)));
+    // From here to the reservation nothing awaits: the free slots below count every request
+    // reserved so far. Busy = what the server reported, plus our requests started since.
     const free = new Map<RemoteServer, number>();
     live.forEach((s, i) => {
-      const l = loads[i];
+      const snap = snaps[i]!;
       // A server that could not report its load is still tried, after those that could.
-      free.set(s, l === null || l === undefined ? -Infinity : l.total - Math.max(l.busy, s.inFlight));
+      free.set(s, snap.load === null ? -Infinity : snap.load.total - snap.load.busy - Math.max(0, s.inFlight - snap.ours));
     });
     live = live.filter((s) => s.skipUntil <= Date.now() || free.get(s) !== -Infinity);
     // Array.prototype.sort is stable: equal free slots keep the round-robin order.
     live.sort((a, b) => free.get(b)! - free.get(a)!);
-    return [...live, ...skipped(left, now)];
+    return done([...live, ...skipped(left, now)]);
   }
 
-  async #load(s: RemoteServer): Promise<Load | null> {
+  async #load(s: RemoteServer): Promise<Snapshot> {
     const snap = this.#loads.get(s);
-    if (snap && Date.now() - snap.at < LOAD_TTL_MS) return snap.load;
+    if (snap && Date.now() - snap.at < LOAD_TTL_MS) return snap;
     let p = this.#pending.get(s);
     if (!p) {
+      const ours = s.inFlight;
       p = s.load().then(
-        (load) => load,
+        (load) => ({ at: Date.now(), load, ours }),
         (error: RemoteError) => {
           s.failed(error);
-          return null;
+          return { at: Date.now(), load: null, ours };
         },
       );
       this.#pending.set(s, p);
+      void p.then((fresh) => {
+        this.#pending.delete(s);
+        this.#loads.set(s, fresh);
+      });
     }
-    const load = await p;
-    this.#pending.delete(s);
-    this.#loads.set(s, { at: Date.now(), load });
-    return load;
+    return p;
   }
 }
 

@@ -284,7 +284,8 @@ export class RemoteGeneration implements AsyncIterable<GeneratedToken> {
     const stats: RemoteGenerationStats = {
       promptTokens: typeof f.tokens_evaluated === "number" ? f.tokens_evaluated : this.#promptTokens,
       reusedTokens: typeof t.cache_n === "number" ? t.cache_n : 0,
-      generatedTokens: this.#tokens.length + this.#unsent,
+      // The server counts the end token too; in-process it is not counted.
+      generatedTokens: Math.max(this.#decoded, typeof f.tokens_predicted === "number" ? f.tokens_predicted : 0) - (stopToken !== undefined ? 1 : 0),
       promptMs: typeof t.prompt_ms === "number" ? t.prompt_ms : this.#firstAt > 0 ? this.#firstAt - this.#started : now - this.#started,
       generateMs: typeof t.predicted_ms === "number" ? t.predicted_ms : this.#firstAt > 0 ? now - this.#firstAt : 0,
       sampleMs: 0,

@@ -52,6 +52,9 @@ export class RemoteServer {
   readonly #tokenCache = new Map<string, number[]>();
   /** Token id -> its piece's bytes. */
   readonly #pieceCache = new Map<number, Uint8Array>();
+  /** Token id -> whether it is a control token (text without special parsing never gives it). */
+  readonly #controlCache = new Map<number, boolean>();
+  #affixes: Promise<{ prefix: number[]; suffix: number[] }> | undefined;
 
   constructor(url: string, agents: HttpAgents, apiKey: string | undefined, timeouts: Timeouts) {
     this.url = url;
@@ -67,6 +70,7 @@ export class RemoteServer {
     this.skipUntil = Date.now() + Math.min(SKIP_MAX_MS, SKIP_BASE_MS * 2 ** (this.#failures - 1));
     // Props may have changed (a restarted server may run another model): ask again next time.
     this.#props = undefined;
+    this.#affixes = undefined;
   }
 
   succeeded(): void {
@@ -123,7 +127,7 @@ export class RemoteServer {
         const slots = await this.json<{ is_processing?: boolean }[]>("GET", "/slots");
         if (Array.isArray(slots)) {
           const busy = slots.filter((s) => s !== null && typeof s === "object" && s.is_processing === true).length;
-          return { busy: Math.max(busy, this.inFlight), total: slots.length || props.totalSlots };
+          return { busy, total: slots.length || props.totalSlots };
         }
       } catch (error) {
         // 501 (disabled with --no-slots) or 404 (an older server): /health tells only up or down.
@@ -151,6 +155,49 @@ export class RemoteServer {
       this.#tokenCache.set(key, ids);
     }
     return ids;
+  }
+
+  /** `text` tokenized with special tokens parsed, no BOS/EOS, with each token's bytes. */
+  async tokenizeWithPieces(text: string, signal?: AbortSignal): Promise<{ id: number; piece: Uint8Array }[]> {
+    const r = await this.json<{ tokens?: { id?: unknown; piece?: unknown }[] }>("POST", "/tokenize", { content: text, add_special: false, parse_special: true, with_pieces: true }, signal);
+    const out: { id: number; piece: Uint8Array }[] = [];
+    for (const t of Array.isArray(r.tokens) ? r.tokens : [null]) {
+      const piece = t === null || typeof t !== "object" ? null : pieceBytes(t.piece);
+      if (piece === null || !Number.isInteger(t!.id)) throw new RemoteError("ERR_REMOTE_PROTOCOL", `${this.url}/tokenize: expected {tokens: [{id, piece}]}`, { server: this.url });
+      out.push({ id: t!.id as number, piece });
+    }
+    return out;
+  }
+
+  /** What tokenizing with `add_special` puts before and after a text (BOS, EOS...), asked once. */
+  specialAffixes(signal?: AbortSignal): Promise<{ prefix: number[]; suffix: number[] }> {
+    if (!this.#affixes) {
+      const p = (async () => {
+        const [bare, full] = await Promise.all([
+          this.tokenize("a", { addSpecial: false, parseSpecial: false }, signal),
+          this.tokenize("a", { addSpecial: true, parseSpecial: false }, signal),
+        ]);
+        let at = 0;
+        while (at + bare.length <= full.length && !bare.every((t, i) => full[at + i] === t)) at++;
+        return at + bare.length <= full.length ? { prefix: full.slice(0, at), suffix: full.slice(at + bare.length) } : { prefix: [], suffix: [] };
+      })();
+      p.catch(() => {
+        if (this.#affixes === p) this.#affixes = undefined;
+      });
+      this.#affixes = p;
+    }
+    return this.#affixes;
+  }
+
+  /** Whether token `id` (whose text is `text`) is a control token: plain tokenization of its text does not give it. */
+  async isControl(id: number, text: string, signal?: AbortSignal): Promise<boolean> {
+    const hit = this.#controlCache.get(id);
+    if (hit !== undefined) return hit;
+    const plain = await this.tokenize(text, { addSpecial: false, parseSpecial: false }, signal);
+    const control = !(plain.length === 1 && plain[0] === id);
+    if (this.#controlCache.size > 65_536) this.#controlCache.clear();
+    this.#controlCache.set(id, control);
+    return control;
   }
 
   /** The bytes of one token (as /tokenize with_pieces renders it: special tokens as text), cached. */

@@ -4,7 +4,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { loadModel, type Context, type Model } from "../../lib/llama/index.js";
-import { createChatCompletion, type ChatCompletionChunk, type ChatCompletionRequest } from "../../lib/openai/index.js";
+import { gbnfFormatLiteral } from "../../lib/json-schema/index.js";
+import { completionTarget, createChatCompletion, tokenizePrompt, type ChatCompletionChunk, type ChatCompletionRequest, type PromptInput, type TargetGeneration, type TargetRequest } from "../../lib/openai/index.js";
 import { connectLlamaServer, RemoteError, type LlamaServerBackend } from "../../lib/remote/index.js";
 import { ensureTestModel } from "../../lib/test-model/index.js";
 import { startLlamaServer, type LlamaServerProc } from "./processes.js";
@@ -16,13 +17,17 @@ let context: Context;
 let servers: LlamaServerProc[] = [];
 let backend: LlamaServerBackend;
 
+// The first run builds llama-server and rpc-server (scripts/llama-tools.mjs): minutes, more on a
+// loaded machine. Later runs find them cached.
+const BUILD_TIMEOUT = 45 * 60_000;
+
 beforeAll(async () => {
   modelPath = await ensureTestModel("tiny");
   servers = await Promise.all([0, 1].map(() => startLlamaServer(modelPath, { contextSize: CONTEXT, parallel: 1, threads: 1 })));
   backend = connectLlamaServer({ urls: servers.map((s) => s.url), timeoutMs: 20_000 });
   model = await loadModel(modelPath);
   context = model.createContext({ contextSize: CONTEXT, threads: 1 });
-});
+}, BUILD_TIMEOUT);
 
 afterAll(async () => {
   backend?.close();
@@ -61,6 +66,34 @@ async function both(request: ChatCompletionRequest): Promise<{ local: ChatComple
   return { local, remote };
 }
 
+describe("connectLlamaServer: the prompt's token ids", () => {
+  it("equal the in-process tokenizer's: control-token text in messages stays text, in template text it is a token", async () => {
+    const at = (text: string, ...messages: string[]): PromptInput => {
+      const segments = messages.map((m) => {
+        const start = Buffer.byteLength(text.slice(0, text.indexOf(m)));
+        return { start, end: start + Buffer.byteLength(m) };
+      });
+      return { text, segments };
+    };
+    const cases: PromptInput[] = [
+      { text: "<|im_start|>user\nplain<|im_end|>\n" },
+      at("<|im_start|>user\nno special text here<|im_end|>\n<|im_start|>assistant\n", "no special text here"),
+      at("<|im_start|>user\nsay <|im_end|> and <|im_start|>system<|im_end|>\n<|im_start|>assistant\n", "say <|im_end|> and <|im_start|>system"),
+      at("<|im_start|>tool\n<|im_start|><|im_end|>\n", "<|im_start|>"),
+      // control text split across the template/message boundary
+      at("<|im_start|>user\n<|im_end|>\n", "end|>\n"),
+      at("<|im_start|>user\nżółw 🐢 <tool_call>{}</tool_call><|im_end|>", "żółw 🐢 <tool_call>{}</tool_call>"),
+    ];
+    for (const prompt of cases) {
+      expect(await backend.tokenize(prompt), JSON.stringify(prompt)).toEqual(tokenizePrompt(model, prompt));
+    }
+    // the message's "<|im_start|>" is not the control token there
+    const imStart = model.tokenize("<|im_start|>", { parseSpecial: true })[0]!;
+    const ids = await backend.tokenize(cases[3]!);
+    expect(ids.filter((t) => t === imStart).length).toBe(1);
+  });
+});
+
 describe("connectLlamaServer: same chunks as in-process", () => {
   it("plain chat, greedy", async () => {
     const { local, remote } = await both({ messages: user, temperature: 0, max_tokens: 48 });
@@ -80,10 +113,36 @@ describe("connectLlamaServer: same chunks as in-process", () => {
     expect(comparable(remote)).toEqual(comparable(local));
   });
 
-  it("tools with tool_choice auto: the lazy grammar and its triggers", async () => {
+  it("tools with tool_choice auto: the lazy grammar with its trigger fields (not hit by this model) changes nothing", async () => {
     for (const seed of [1, 2, 3]) {
       const { local, remote } = await both({ messages: user, tools: TOOLS, temperature: 0.8, seed, max_tokens: 60 });
       expect(comparable(remote)).toEqual(comparable(local));
+    }
+  });
+
+  it("a lazy grammar that triggers (a word the model writes): the same tokens after the trigger", async () => {
+    // The random model never writes <tool_call> by itself, so the plans' triggers stay idle above;
+    // here the trigger is a word of its own greedy output, and the grammar takes over from there.
+    const pieces = async (g: TargetGeneration | Promise<TargetGeneration>) => {
+      const out: string[] = [];
+      for await (const t of await g) out.push(Buffer.from(t.piece).toString("latin1"));
+      return out;
+    };
+    const free: TargetRequest = { prompt: { text: "<|im_start|>user\nCount<|im_end|>\n<|im_start|>assistant\n" }, grammar: null, preservedTokens: [], temperature: 0, maxTokens: 12 };
+    const local = completionTarget(context);
+    const before = await pieces(local.generate(free));
+    const word = Buffer.from(before[4]!, "latin1").toString("utf8");
+    expect(word.length).toBeGreaterThan(0);
+    const gbnf = `root ::= ${gbnfFormatLiteral(word)} [a-z ]{1,30} "."`;
+    for (const trigger of [{ type: "word" as const, value: word }, { type: "pattern" as const, value: `(${word.replace(/[.^$|()*+?[\]{}\\]/g, "\\$&")})` }]) {
+      const req: TargetRequest = { ...free, maxTokens: 40, grammar: { gbnf, lazy: true, triggers: [trigger], prefill: "" } };
+      const here = await pieces(local.generate(req));
+      const there = await pieces(backend.generate(req));
+      expect(there).toEqual(here);
+      // the grammar took over: after the trigger word only [a-z ] and a final "."
+      const text = Buffer.from(here.join(""), "latin1").toString("utf8");
+      const after = text.slice(text.indexOf(word) + word.length);
+      expect(after).toMatch(/^[a-z ]*\.?$/);
     }
   });
 
@@ -100,7 +159,7 @@ describe("connectLlamaServer: same chunks as in-process", () => {
 
 describe("connectLlamaServer: failures", () => {
   it("a server killed mid-stream: ERR_REMOTE_STREAM with the partial output; new requests go to the other", async () => {
-    const request: ChatCompletionRequest = { messages: user, temperature: 0, max_tokens: 1500 };
+    const request: ChatCompletionRequest = { messages: user, temperature: 0, max_tokens: 800 };
     // The precondition: this output runs long enough to be cut.
     const full = await createChatCompletion(context, { ...request, stream: false });
     expect(full.choices[0]!.finish_reason).toBe("length");

@@ -30,6 +30,12 @@ export function freePort(): Promise<number> {
   });
 }
 
+/** Every process started here: killed when this test process exits, however it exits. */
+const started = new Set<ChildProcess>();
+process.once("exit", () => {
+  for (const child of started) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+});
+
 export class Proc {
   readonly child: ChildProcess;
   readonly name: string;
@@ -44,7 +50,13 @@ export class Proc {
     };
     this.child.stdout!.on("data", keep);
     this.child.stderr!.on("data", keep);
-    this.exited = new Promise((resolve) => this.child.once("exit", (code) => resolve(code)));
+    started.add(this.child);
+    this.exited = new Promise((resolve) =>
+      this.child.once("exit", (code) => {
+        started.delete(this.child);
+        resolve(code);
+      }),
+    );
   }
 
   get running(): boolean {

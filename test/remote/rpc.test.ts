@@ -17,10 +17,14 @@ const rpcBuilt = process.env.LLAMAPEG_RPC !== "0" && process.env.LLAMAPEG_RPC !=
 let modelPath: string;
 let rpc: (Proc & { endpoint: string }) | undefined;
 
+// The first run builds llama-server and rpc-server (scripts/llama-tools.mjs): minutes, more on a
+// loaded machine. Later runs find them cached.
+const BUILD_TIMEOUT = 45 * 60_000;
+
 beforeAll(async () => {
   modelPath = await ensureTestModel("tiny");
   if (rpcBuilt) rpc = await startRpcServer({ threads: 1 });
-});
+}, BUILD_TIMEOUT);
 
 afterAll(async () => {
   await rpc?.kill();
