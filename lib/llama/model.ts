@@ -3,6 +3,7 @@ import { resolve } from "node:path";
 
 import { LlamapegError } from "../errors.js";
 import { binding, callNative, fromNative, type GgufMetadataValue, type NativeModel, type NativeModelInfo } from "../native/binding.js";
+import { devicesFor, parseBackend, type BackendName } from "../native/load.js";
 import { Context, type ContextOptions } from "./context.js";
 import { bool, checkKeys, int, optionalObject, str } from "./validate.js";
 
@@ -15,6 +16,12 @@ export interface LoadModelOptions {
   vocabOnly?: boolean;
   /** Called on the JS thread with load progress in [0, 1]. */
   onProgress?: (progress: number) => void;
+  /**
+   * Which compute backend holds the model: "cpu", "cuda", "vulkan", "metal", or "auto" (default:
+   * the one `systemInfo().backend` names, chosen at load: CUDA, Vulkan, Metal, then CPU). A GPU
+   * backend that is not installed or finds no device is an ERR_NATIVE_LOAD naming what was tried.
+   */
+  backend?: BackendName | "auto";
 }
 
 export interface TokenizeOptions {
@@ -33,7 +40,7 @@ export interface PieceOptions {
 const TOKEN_ATTR_CONTROL = 1 << 3;
 const TOKEN_ATTR_USER_DEFINED = 1 << 4;
 
-const loadKeys = ["gpuLayers", "useMmap", "vocabOnly", "onProgress"] as const;
+const loadKeys = ["gpuLayers", "useMmap", "vocabOnly", "onProgress", "backend"] as const;
 
 /** Loads a GGUF model off the JS thread. Errors: ERR_MODEL_NOT_FOUND, ERR_MODEL_NOT_GGUF,
  * ERR_MODEL_CORRUPT (truncated/corrupt), ERR_MODEL_UNSUPPORTED (architecture), ERR_MODEL_LOAD. */
@@ -47,10 +54,13 @@ export async function loadModel(path: string, options?: LoadModelOptions): Promi
   const vocabOnly = bool(o.vocabOnly, "vocabOnly", false);
   if (o.onProgress !== undefined && typeof o.onProgress !== "function") throw new TypeError("onProgress must be a function");
   const onProgress = o.onProgress as ((progress: number) => void) | undefined;
+  const backend = parseBackend(o.backend, "backend");
   const full = resolve(path);
   let native: NativeModel;
   try {
-    native = await binding().loadModel(full, { gpuLayers, useMmap, vocabOnly }, onProgress);
+    const module = binding();
+    const devices = devicesFor(backend);
+    native = await module.loadModel(full, { gpuLayers, useMmap, vocabOnly, devices }, onProgress);
   } catch (error) {
     throw fromNative(error, full);
   }
