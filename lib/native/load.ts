@@ -169,6 +169,7 @@ function load(): State {
   if (native.backendLoad && native.dynamicBackends !== false) {
     withOpenMpWaitPolicy(() => {
       loadCpu(s);
+      loadRpc(s);
       for (const name of forced ? (forced === "cpu" ? [] : [forced]) : PLATFORM_GPU_BACKENDS) {
         tryGpu(s, name);
         const loaded = s.loaded.get(name);
@@ -291,6 +292,18 @@ function loadCpu(s: State): void {
     throw new LlamapegError("ERR_NATIVE_LOAD", `the CPU backend ${path} does not load: ${firstLine(error)}`, { where: path, cause: error });
   }
   s.cpuVariant = chosen === single ? "native" : chosen.slice(`${modulePrefix}cpu-`.length, -moduleExt.length);
+}
+
+/** ggml's RPC backend (remote devices, added per model) when the build has it (LLAMAPEG_RPC). */
+function loadRpc(s: State): void {
+  const path = join(s.dir, `${modulePrefix}rpc${moduleExt}`);
+  if (!existsSync(path)) return;
+  try {
+    const r = s.native.backendLoad!(path);
+    s.tried.push(`${path}: loaded (${r.name})`);
+  } catch (error) {
+    s.tried.push(`${path}: ${firstLine(error)}`);
+  }
 }
 
 /** Tries the module files for one GPU backend until one loads; records every outcome. */
