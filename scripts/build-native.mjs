@@ -113,32 +113,44 @@ function onPath(name) {
   return undefined;
 }
 
-/** One line per tool the build needs and cannot find, each with the fix. */
+/** What the build needs and cannot find: one message naming the tools and the fix (plus one per GPU backend). */
 function missingTools() {
   const problems = [];
+  const tools = [];
   const install = {
-    linux: "sudo apt install cmake g++ git ninja-build (Debian/Ubuntu), sudo dnf install cmake gcc-c++ git ninja-build (Fedora)",
+    linux: "sudo apt install cmake g++ make git (Debian/Ubuntu) or sudo dnf install cmake gcc-c++ make git (Fedora)",
     darwin: "xcode-select --install, then brew install cmake",
     win32: "Visual Studio 2022 with \"Desktop development with C++\" (it includes cmake), and Git for Windows",
-  }[process.platform] ?? "your system's cmake, C++ compiler and git packages";
+  }[process.platform] ?? "your system's cmake, C++ compiler, make and git packages";
   const cmake = onPath("cmake");
   if (!cmake) {
-    if (process.platform !== "win32") problems.push(`cmake (>= 3.19) is not on PATH. Install it: ${install}`);
+    if (process.platform !== "win32") tools.push("cmake (>= 3.19)");
   } else {
     const r = spawnSync(cmake, ["--version"], { encoding: "utf8" });
     const m = /cmake version (\d+)\.(\d+)/.exec(r.stdout ?? "");
-    if (m && (Number(m[1]) < 3 || (Number(m[1]) === 3 && Number(m[2]) < 19))) {
-      problems.push(`cmake ${m[1]}.${m[2]} is too old (need >= 3.19). Update it: ${install}`);
-    }
+    if (m && (Number(m[1]) < 3 || (Number(m[1]) === 3 && Number(m[2]) < 19))) tools.push(`cmake >= 3.19 (found ${m[1]}.${m[2]})`);
   }
   if (process.platform !== "win32") {
     const cxx = process.env.CXX ? onPath(process.env.CXX) ?? (existsSync(process.env.CXX) ? process.env.CXX : undefined) : onPath("c++") ?? onPath("g++") ?? onPath("clang++");
-    if (!cxx) problems.push(`no C++ compiler${process.env.CXX ? ` (CXX=${process.env.CXX} not found)` : " (c++, g++ or clang++)"} is on PATH. Install one: ${install}`);
-    if (!onPath("ninja") && !onPath("make")) problems.push(`neither ninja nor make is on PATH. Install one: ${install}`);
+    if (!cxx) tools.push(process.env.CXX ? `the C++ compiler CXX=${process.env.CXX}` : "a C++17 compiler (c++, g++ or clang++)");
+    if (!onPath("ninja") && !onPath("make")) tools.push("make (or ninja)");
   }
   const pin = join(root, "vendor", "llama.cpp", "include", "llama.h");
-  if (!process.env.LLAMA_CPP_DIR && !existsSync(pin) && !onPath("git")) {
-    problems.push(`git is not on PATH (it unpacks the pinned llama.cpp sources). Install it: ${install}`);
+  if (!process.env.LLAMA_CPP_DIR && !existsSync(pin) && !onPath("git")) tools.push("git (it unpacks the pinned llama.cpp sources)");
+  if (tools.length > 0) {
+    problems.push(`cannot build llamapeg from source for ${platformKey()}: ${tools.join(", ")} ${tools.length > 1 ? "are" : "is"} not on PATH. Install: ${install}`);
+  }
+  const wanted = (process.env.LLAMAPEG_BUILD_BACKENDS ?? "").toLowerCase().split(/[,;]/).map((b) => b.trim());
+  if (wanted.includes("vulkan")) {
+    if (!onPath("glslc")) problems.push("LLAMAPEG_BUILD_BACKENDS=vulkan needs glslc (the shader compiler) on PATH: apt install glslc libvulkan-dev spirv-headers, or the Vulkan SDK (VULKAN_SDK)");
+  }
+  if (wanted.includes("cuda")) {
+    const cudaHome = process.env.CUDA_PATH ?? process.env.CUDA_HOME ?? (process.platform === "win32" ? undefined : "/usr/local/cuda");
+    if (!onPath("nvcc") && !(cudaHome && existsSync(join(cudaHome, "bin", process.platform === "win32" ? "nvcc.exe" : "nvcc")))) {
+      problems.push("LLAMAPEG_BUILD_BACKENDS=cuda needs the CUDA toolkit (nvcc, and cuBLAS): https://developer.nvidia.com/cuda-downloads, or your distribution's nvidia-cuda-toolkit");
+    } else if (cudaHome && existsSync(join(cudaHome, "include")) && !existsSync(join(cudaHome, "include", "cublas_v2.h"))) {
+      problems.push(`LLAMAPEG_BUILD_BACKENDS=cuda: ${cudaHome} has nvcc but no cuBLAS (include/cublas_v2.h), which ggml's CUDA backend links; install the toolkit's cuBLAS (libcublas-dev / cuda-libraries-dev)`);
+    }
   }
   return problems;
 }

@@ -18,6 +18,8 @@ const cache = join(work, "cache");
 let env: NodeJS.ProcessEnv;
 let installMs = 0;
 let installOutput = "";
+let mainTarball = "";
+let platformTarball = "";
 
 function run(script: string, args: string[]): string {
   const r = spawnSync(process.execPath, [join(packageRoot, "scripts", script), ...args], { cwd: packageRoot, encoding: "utf8", timeout: 300_000 });
@@ -33,8 +35,9 @@ beforeAll(() => {
   }
   // the published package lists every platform package; this one only those the test has
   const key = /^llamapeg-(.+)-\d+\.\d+\.\d+.*\.tgz$/.exec(basename(platform))![1]!;
-  const main = run("prebuild.mjs", ["--main", "--out", work, "--platforms", key]).split("\n").pop()!;
-  writeProject(project, packageRoot, { main, platform });
+  mainTarball = run("prebuild.mjs", ["--main", "--out", work, "--platforms", key]).split("\n").pop()!;
+  platformTarball = platform;
+  writeProject(project, packageRoot, { main: mainTarball, platform });
   const bin = minimalPath(join(work, "bin"));
   env = {
     HOME: process.env.HOME,
@@ -93,6 +96,27 @@ describe("installed from the packed tarball", () => {
     const chunks = r.stdout.split("\n").filter((l) => l.includes('"chat.completion.chunk"')).map((l) => JSON.parse(l) as Chunk);
     expect(chunks.filter((c) => c.choices[0]!.delta.tool_calls).length).toBeGreaterThan(2);
     expect(chunks.at(-1)!.choices[0]!.finish_reason).toMatch(/^(length|tool_calls)$/);
+  });
+
+  it("needs no install script: with scripts off (pnpm >= 10, --ignore-scripts) the prebuilt loads", () => {
+    const quiet = join(work, "no-scripts");
+    writeProject(quiet, packageRoot, { main: mainTarball, platform: platformTarball });
+    const r = npm(["ci", "--offline", "--ignore-scripts", "--no-audit", "--no-fund"], quiet, env);
+    expect(r.status, r.stderr).toBe(0);
+    const probe = "import('llamapeg').then((m) => console.log(JSON.stringify(m.systemInfo().binary)))";
+    const p = spawnSync("node", ["--input-type=module", "-e", probe], { cwd: quiet, env, encoding: "utf8", timeout: 60_000 });
+    expect(p.status, p.stderr).toBe(0);
+    expect(JSON.parse(p.stdout)).toMatchObject({ source: "package", package: expect.stringMatching(/^@llamapeg\//) });
+  });
+
+  it("without a platform package it builds from source, and a missing compiler is one message naming the tools and the fix", () => {
+    const bare = join(work, "bare");
+    writeProject(bare, packageRoot, { main: mainTarball });
+    const r = npm(["ci", "--offline", "--no-audit", "--no-fund", "--foreground-scripts"], bare, env);
+    const out = `${r.stdout}\n${r.stderr}`;
+    expect(r.status).not.toBe(0);
+    expect(out).toMatch(/no prebuilt binary for [a-z0-9-]+ is installed: building from source/);
+    expect(out).toMatch(/cannot build llamapeg from source for [a-z0-9-]+: cmake \(>= 3\.19\), a C\+\+17 compiler .* not on PATH\. Install: /);
   });
 
   it("reports the installed size", () => {

@@ -50,13 +50,15 @@ function integrity(file: string): string {
   return `sha512-${createHash("sha512").update(readFileSync(file)).digest("base64")}`;
 }
 
-/** Writes package.json and package-lock.json for `npm ci` of the two tarballs into `dir`. */
-export function writeProject(dir: string, repoRoot: string, tarballs: { main: string; platform: string }): void {
+/** Writes package.json and package-lock.json for `npm ci` of the tarballs into `dir` (no platform
+ * tarball: llamapeg alone, as on a platform without prebuilt binaries). */
+export function writeProject(dir: string, repoRoot: string, tarballs: { main: string; platform?: string }): void {
   mkdirSync(dir, { recursive: true });
   const main = tarballManifest(tarballs.main);
-  const platform = tarballManifest(tarballs.platform);
+  const platform = tarballs.platform ? tarballManifest(tarballs.platform) : undefined;
   const spec = (file: string) => `file:${relative(dir, file).split("\\").join("/")}`;
-  const deps = { llamapeg: spec(tarballs.main), [platform.name as string]: spec(tarballs.platform) };
+  const deps: Record<string, string> = { llamapeg: spec(tarballs.main) };
+  if (platform) deps[platform.name as string] = spec(tarballs.platform!);
   const name = "llamapeg-install-test";
   writeFileSync(join(dir, "package.json"), JSON.stringify({ name, version: "1.0.0", private: true, dependencies: deps }, null, 2));
 
@@ -68,14 +70,17 @@ export function writeProject(dir: string, repoRoot: string, tarballs: { main: st
     resolved: spec(tarballs.main),
     integrity: integrity(tarballs.main),
     hasInstallScript: true,
-    ...pick(["license", "dependencies", "optionalDependencies", "bin", "engines"]),
+    // with no platform tarball, the platform packages are as absent as on an unsupported platform
+    ...pick(["license", "dependencies", ...(platform ? ["optionalDependencies"] : []), "bin", "engines"]),
   };
-  packages[`node_modules/${platform.name as string}`] = {
-    version: platform.version as string,
-    resolved: spec(tarballs.platform),
-    integrity: integrity(tarballs.platform),
-    ...Object.fromEntries(["license", "os", "cpu", "libc", "engines"].filter((k) => platform[k] !== undefined).map((k) => [k, platform[k]])),
-  };
+  if (platform) {
+    packages[`node_modules/${platform.name as string}`] = {
+      version: platform.version as string,
+      resolved: spec(tarballs.platform!),
+      integrity: integrity(tarballs.platform!),
+      ...Object.fromEntries(["license", "os", "cpu", "libc", "engines"].filter((k) => platform[k] !== undefined).map((k) => [k, platform[k]])),
+    };
+  }
   for (const [path, entry] of Object.entries(repoLock.packages)) {
     if (path === "" || entry.dev || entry.devOptional || !path.startsWith("node_modules/")) continue;
     packages[path] = entry; // llamapeg's own dependencies, hoisted as in the repository
