@@ -63,7 +63,7 @@ const median = (xs) => {
 };
 const r3 = (x) => Math.round(x * 1000) / 1000;
 const cells = runs.A[0].cells.map((cell, i) => {
-  const pick = (side, f) => median(runs[side].map((rep) => f(rep.cells[i])));
+  const pick = (side, f) => r3(median(runs[side].map((rep) => f(rep.cells[i]))));
   const a = pick("A", (c) => c.nodeTokensPerSecond);
   const b = pick("B", (c) => c.nodeTokensPerSecond);
   const aCpu = pick("A", (c) => c.nodeCpuMsPerToken);
