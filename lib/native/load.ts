@@ -62,7 +62,7 @@ export interface SystemInfo {
   tried: string[];
 }
 
-interface NativeDevice extends DeviceInfo {}
+type NativeDevice = DeviceInfo;
 
 /** The addon's backend functions (native/system.cpp). A build with ggml linked in has none. */
 interface NativeSystem {
@@ -144,11 +144,15 @@ export function parseBackend(value: unknown, where: string): BackendName | undef
 
 /**
  * The ggml device names a model on `backend` goes to (undefined: the default backend). CPU: none
- * (llama.cpp always has the CPU). Loads that backend's module first if needed; throws
+ * (llama.cpp always has the CPU). Undefined for a build with ggml linked in: every device. Loads that backend's module first if needed; throws
  * ERR_NATIVE_LOAD, naming what was tried, when it cannot be loaded or finds no device.
  */
-export function devicesFor(backend: BackendName | undefined): string[] {
+export function devicesFor(backend: BackendName | undefined): string[] | undefined {
   const s = (state ??= load());
+  if (!s.native.backendLoad || s.native.dynamicBackends === false) {
+    // ggml linked in (an older build): its backends are all there; only "cpu" can be asked for
+    return backend === "cpu" ? [] : undefined;
+  }
   const wanted = backend ?? s.backend;
   if (wanted === "cpu" || !s.native.devices) return [];
   if (!s.loaded.has(wanted) && !s.failed.has(wanted)) withOpenMpWaitPolicy(() => tryGpu(s, wanted));

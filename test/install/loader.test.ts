@@ -134,6 +134,19 @@ describe("the loader", () => {
     expect(chosen.info!.tried.find((t) => t.startsWith(backendFileName("cpu-broken")))).toMatch(/cannot load/);
     expect(chosen.tokens).toHaveLength(8);
 
+    // a GPU module that does not load (as when its driver library is missing) is skipped with its
+    // reason; forcing it fails with that reason and what to install
+    const gpu = copyBuild("bad-gpu", (f) => isCore(f) || isCpu(f));
+    writeFileSync(join(gpu, backendFileName("vulkan")), "not a shared library");
+    const skipped = run({ LLAMAPEG_NATIVE_PATH: gpu });
+    expect(skipped.ok, skipped.message).toBe(true);
+    expect(skipped.info!.backend).toBe("cpu");
+    expect(skipped.info!.tried.find((t) => t.includes(backendFileName("vulkan")))).toMatch(/cannot load backend/);
+    const forcedGpu = run({ LLAMAPEG_NATIVE_PATH: gpu, LLAMAPEG_BACKEND: "vulkan" });
+    expect(forcedGpu.code).toBe("ERR_NATIVE_LOAD");
+    expect(forcedGpu.message).toMatch(/vulkan backend, which is not available: .*cannot load backend/);
+    expect(forcedGpu.message).toMatch(/Vulkan driver/);
+
     const broken = copyBuild("broken", isCore);
     writeFileSync(join(broken, backendFileName("cpu-broken")), "not a shared library");
     const fails = run({ LLAMAPEG_NATIVE_PATH: broken });
