@@ -119,6 +119,14 @@ describe("installed from the packed tarball", () => {
     expect(out).toMatch(/cannot build llamapeg from source for [a-z0-9-]+: cmake \(>= 3\.19\), a C\+\+17 compiler .* not on PATH\. Install: /);
   });
 
+  it("the test-model writer works from node_modules (its tokenizer and template ship in assets/)", () => {
+    const out = join(work, "written.gguf");
+    const script = join(project, "node_modules", "llamapeg", "scripts", "make-test-model.mjs");
+    const r = spawnSync("node", [script, "--out", out, "--n-embd", "32", "--n-layer", "1", "--n-ff", "64"], { cwd: project, env, encoding: "utf8", timeout: 120_000 });
+    expect(r.status, r.stderr).toBe(0);
+    expect(statSync(out).size).toBeGreaterThan(1e6);
+  });
+
   it("reports the installed size", () => {
     const nodeModules = join(project, "node_modules");
     const total = sizeOf(nodeModules);
