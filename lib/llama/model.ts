@@ -6,6 +6,7 @@ import { LlamapegError } from "../errors.js";
 import { readGgufFile } from "../gguf/read.js";
 import { binding, callNative, fromNative, type GgufMetadataValue, type NativeModel, type NativeModelInfo } from "../native/binding.js";
 import { withRpcServers } from "../remote/rpc.js";
+import { devicesFor, parseBackend, type BackendName } from "../native/load.js";
 import { Context, type ContextOptions } from "./context.js";
 import { bool, checkKeys, int, optionalObject, str } from "./validate.js";
 
@@ -24,6 +25,12 @@ export interface LoadModelOptions {
    * network only (docs/scale-out.md).
    */
   rpcServers?: string[];
+  /**
+   * Which compute backend holds the model: "cpu", "cuda", "vulkan", "metal", or "auto" (default:
+   * the one `systemInfo().backend` names, chosen at load: CUDA, Vulkan, Metal, then CPU). A GPU
+   * backend that is not installed or finds no device is an ERR_NATIVE_LOAD naming what was tried.
+   */
+  backend?: BackendName | "auto";
 }
 
 export interface TokenizeOptions {
@@ -42,7 +49,7 @@ export interface PieceOptions {
 const TOKEN_ATTR_CONTROL = 1 << 3;
 const TOKEN_ATTR_USER_DEFINED = 1 << 4;
 
-const loadKeys = ["gpuLayers", "useMmap", "vocabOnly", "onProgress", "rpcServers"] as const;
+const loadKeys = ["gpuLayers", "useMmap", "vocabOnly", "onProgress", "rpcServers", "backend"] as const;
 
 /** Loads a GGUF model off the JS thread. Errors: ERR_MODEL_NOT_FOUND, ERR_MODEL_NOT_GGUF,
  * ERR_MODEL_CORRUPT (truncated/corrupt), ERR_MODEL_UNSUPPORTED (architecture), ERR_MODEL_LOAD. */
@@ -56,13 +63,15 @@ export async function loadModel(path: string, options?: LoadModelOptions): Promi
   const vocabOnly = bool(o.vocabOnly, "vocabOnly", false);
   if (o.onProgress !== undefined && typeof o.onProgress !== "function") throw new TypeError("onProgress must be a function");
   const onProgress = o.onProgress as ((progress: number) => void) | undefined;
+  const backend = parseBackend(o.backend, "backend");
   const full = resolve(path);
   // What would make llama.cpp's loader abort the process is a coded error here (lib/gguf/validate.ts).
   if ((await stat(full).catch(() => null))?.isFile()) await readGgufFile(full, { validate: true, vocabOnly });
   return withRpcServers(o.rpcServers, vocabOnly, async (rpcServers) => {
     let native: NativeModel;
     try {
-      native = await binding().loadModel(full, { gpuLayers, useMmap, vocabOnly, ...(rpcServers.length > 0 ? { rpcServers } : {}) }, onProgress);
+      const devices = devicesFor(backend);
+      native = await binding().loadModel(full, { gpuLayers, useMmap, vocabOnly, devices, ...(rpcServers.length > 0 ? { rpcServers } : {}) }, onProgress);
     } catch (error) {
       throw fromNative(error, full);
     }
