@@ -24,6 +24,7 @@ export {
   type LogLevel,
   type GgufMetadataValue,
 } from "./llama/index.js";
+export { systemInfo, type SystemInfo, type BackendName, type DeviceInfo } from "./native/load.js";
 export { ensureTestModel, writeTestModel, TEST_MODEL_PRESETS, type TestModelOptions, type TestModelSize } from "./test-model/index.js";
 
 // GGUF files without the native addon (metadata, chat templates, writing test models)

@@ -1,4 +1,5 @@
 /** Validation and defaults of `context.generate()` options, and grammar trigger resolution. */
+import { checkGbnf } from "../gbnf/check.js";
 import { LlamapegError } from "../errors.js";
 import type { NativeGenerateOptions, NativeGrammar } from "../native/binding.js";
 import type { Model } from "./model.js";
@@ -136,6 +137,8 @@ function resolveGrammar(model: Model, value: unknown, preserved: Set<number>): N
   const gbnf = str(g.gbnf, "grammar.gbnf");
   if (gbnf.trim().length === 0) throw new TypeError("grammar.gbnf must not be empty");
   const root = g.root === undefined ? "root" : str(g.root, "grammar.root");
+  // what llama.cpp's grammar parser rejects or chokes on is ERR_GRAMMAR_INVALID before it runs
+  checkGbnf(gbnf, { root });
   const lazy = bool(g.lazy, "grammar.lazy", false);
   const words = stringList(g.triggerWords, "grammar.triggerWords");
   const patterns = stringList(g.triggerPatterns, "grammar.triggerPatterns");

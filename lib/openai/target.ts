@@ -65,6 +65,12 @@ export interface TargetRequest {
   maxTokens?: number;
   temperature?: number;
   topP?: number;
+  /** llama.cpp's top_k (0 disables). */
+  topK?: number;
+  /** llama.cpp's min_p (0 disables). */
+  minP?: number;
+  /** llama.cpp's repeat_penalty over the last 64 tokens (1 disables). */
+  repeatPenalty?: number;
   /** uint32 */
   seed?: number;
   signal?: AbortSignal;
@@ -219,6 +225,9 @@ class TokenGeneratorTarget implements CompletionTarget {
       ...(request.maxTokens !== undefined ? { maxTokens: request.maxTokens } : {}),
       ...(request.temperature !== undefined ? { temperature: request.temperature } : {}),
       ...(request.topP !== undefined ? { topP: request.topP } : {}),
+      ...(request.topK !== undefined ? { topK: request.topK } : {}),
+      ...(request.minP !== undefined ? { minP: request.minP } : {}),
+      ...(request.repeatPenalty !== undefined ? { repeatPenalty: request.repeatPenalty } : {}),
       ...(request.seed !== undefined ? { seed: request.seed } : {}),
       ...(request.signal !== undefined ? { signal: request.signal } : {}),
       ...(request.grammar !== null ? { grammar: nativeGrammar(model, request.grammar) } : {}),

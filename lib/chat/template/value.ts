@@ -435,7 +435,7 @@ export function toJsonMarked(v: JValue, indent = -1, itemSep = indent < 0 ? ", "
 
 function jsonInto(b: MarkedBuilder, v: JValue, indent: number, itemSep: string, keySep: string, level: number): void {
   checkDepth(level);
-  spend(3);
+  spend(4);
   const nl = indent >= 0 ? "\n" : "";
   const pad = (l: number): string => {
     if (indent <= 0) return "";
