@@ -37,17 +37,31 @@ export interface NativeModelInfo {
 }
 
 export interface NativeContextOptions {
+  /** Cells per sequence. */
   contextSize: number;
   batchSize: number;
+  sequences: number;
+  kvUnified: boolean;
+  /** 0: llama.cpp's default (physical cores). */
   threads: number;
+  /** 0: the same as `threads`. */
+  threadsBatch: number;
   /** A uint32; 0xFFFFFFFF asks llama.cpp for a random seed. */
   seed: number;
 }
 
 export interface NativeContextInfo {
+  /** Cells one sequence can hold. */
   contextSize: number;
+  /** Cells of the whole KV cache (all sequences). */
+  cells: number;
   batchSize: number;
+  sequences: number;
+  kvUnified: boolean;
+  /** The cache can move positions (context shift). */
+  canShift: boolean;
   threads: number;
+  threadsBatch: number;
 }
 
 export interface NativeGrammar {
@@ -71,12 +85,16 @@ export interface NativeGenerateOptions {
   special: boolean;
   grammar: NativeGrammar | null;
   grammarResample: "fast" | "reference";
+  /** A full sequence drops old tokens (keeping the first `contextShiftKeep`) instead of stopping. */
+  contextShift: boolean;
+  contextShiftKeep: number;
   flushTokens: number;
   flushMs: number;
   windowTokens: number;
 }
 
-export type StopReason = "eog" | "length" | "stop" | "abort";
+/** "context_full": the sequence ran out of cells (the token that did not fit was emitted). */
+export type StopReason = "eog" | "length" | "stop" | "abort" | "context_full";
 
 export interface NativeFinal {
   promptTokens: number;
@@ -87,7 +105,23 @@ export interface NativeFinal {
   sampleMs: number;
   stopReason: StopReason;
   stopToken?: number;
+  /** Times the sequence was shifted (context shift). */
+  shifts: number;
+  /** Decode steps of its context that went without its next token. */
+  stalledSteps: number;
+  /** From generate() until the decode loop took it up. */
+  queueMs: number;
   error?: Error & { code?: string };
+}
+
+/**
+ * Per-token data beyond the token (logprobs, once the sampler provides them): token i's entries
+ * are ids/values[ends[i-1] .. ends[i]) (from 0 for i = 0), as (token id, value) pairs.
+ */
+export interface NativeTokenExtra {
+  ids: Int32Array;
+  values: Float32Array;
+  ends: Uint32Array;
 }
 
 /** Called on the JS thread with every token produced since the last call; `final` on the last. */
@@ -96,6 +130,7 @@ export type NativeBatchCallback = (
   bytes: Uint8Array,
   ends: Uint32Array,
   final: NativeFinal | undefined,
+  extra: NativeTokenExtra | undefined,
 ) => void;
 
 export interface NativeGeneration {
@@ -107,11 +142,16 @@ export interface NativeGeneration {
 }
 
 export interface NativeContext {
+  /** Ends its generations and frees the llama context before returning. */
   dispose(): void;
   info(): NativeContextInfo;
-  tokens(): Int32Array;
-  clearCache(): void;
-  generate(prompt: Int32Array, options: NativeGenerateOptions, onBatch: NativeBatchCallback): NativeGeneration;
+  /** A free sequence id, or -1 when all are in use. */
+  acquireSequence(): number;
+  /** Aborts the sequence's generation, forgets its cache and frees it. */
+  releaseSequence(seq: number): void;
+  tokens(seq: number): Int32Array;
+  clearCache(seq: number): void;
+  generate(seq: number, prompt: Int32Array, options: NativeGenerateOptions, onBatch: NativeBatchCallback): NativeGeneration;
 }
 
 export interface NativeModel {
@@ -120,6 +160,8 @@ export interface NativeModel {
   metadata(): Record<string, GgufMetadataValue>;
   chatTemplate(name: string | null): string | null;
   tokenize(text: string, addSpecial: boolean, parseSpecial: boolean): Int32Array;
+  /** The same, on a native thread. */
+  tokenizeAsync(text: string, addSpecial: boolean, parseSpecial: boolean): Promise<Int32Array>;
   tokenPiece(token: number, special: boolean): Uint8Array;
   detokenize(tokens: Int32Array, special: boolean): string;
   isEog(token: number): boolean;
@@ -134,8 +176,11 @@ export interface BindingModule {
   loadModel(path: string, options: NativeLoadOptions, onProgress?: (progress: number) => void): Promise<NativeModel>;
   setLogger(logger: ((level: NativeLogLevel, text: string) => void) | null, level: NativeLogLevel): void;
   systemInfo(): string;
-  /** Aborts and joins generation threads: this thread's, or (main thread) the whole process's. */
-  stopGenerationsForExit(processWide: boolean): void;
+  /**
+   * Stops native work (generations, loads) and waits for its threads: this thread's, or (main
+   * thread) the whole process's, quick-exiting with `code` when they do not stop in time.
+   */
+  stopForExit(processWide: boolean, code: number): void;
   llamaCppVersion: string;
 }
 
@@ -143,25 +188,6 @@ export interface BindingModule {
 export const packageRoot = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
 
 let cached: BindingModule | undefined;
-
-/**
- * ggml's CPU backend runs each graph on an OpenMP team and meets at a barrier after every node.
- * libgomp's default barrier spins: fine in a process that does nothing else, but in Node any other
- * runnable thread (the event loop, V8's GC helpers, other processes) that takes a core from one
- * compute thread leaves its partner spinning for a whole time slice. On 2 busy cores that cost
- * 100x (3 vs 260 tokens/s on the tiny test model); a sleeping (passive) barrier does not. libgomp
- * reads its settings once, when the addon first loads it, so we set the policy for that moment
- * only, and never override a choice the user made (OMP_WAIT_POLICY or GOMP_SPINCOUNT).
- */
-function withOpenMpWaitPolicy<T>(load: () => T): T {
-  if (process.env.OMP_WAIT_POLICY !== undefined || process.env.GOMP_SPINCOUNT !== undefined) return load();
-  process.env.OMP_WAIT_POLICY = "passive";
-  try {
-    return load();
-  } finally {
-    delete process.env.OMP_WAIT_POLICY;
-  }
-}
 
 /** Loads the addon once: `prebuilds/<platform>-<arch>/`, then `build/Release` (node-gyp-build). */
 export function binding(): BindingModule {
@@ -172,7 +198,7 @@ export function binding(): BindingModule {
   try {
     if (override) {
       tried.push(override);
-      cached = withOpenMpWaitPolicy(() => require(override) as BindingModule);
+      cached = require(override) as BindingModule;
     } else {
       tried.push(
         join(packageRoot, "prebuilds", `${process.platform}-${process.arch}`, "*.node"),
@@ -180,7 +206,7 @@ export function binding(): BindingModule {
         join(packageRoot, "build", "Debug", "llamapeg.node"),
       );
       const load = require("node-gyp-build") as (dir: string) => unknown;
-      cached = withOpenMpWaitPolicy(() => load(packageRoot) as BindingModule);
+      cached = load(packageRoot) as BindingModule;
     }
   } catch (error) {
     const reason = error instanceof Error ? error.message.split("\n")[0] : String(error);
@@ -197,7 +223,7 @@ export function binding(): BindingModule {
   // process.exit() and uncaught exceptions skip environment teardown and run exit() at once; stop
   // the generation threads first, or they would compute while llama.cpp's statics are destroyed.
   const loaded = cached;
-  process.once("exit", () => loaded.stopGenerationsForExit(isMainThread));
+  process.once("exit", (code) => loaded.stopForExit(isMainThread, typeof code === "number" ? code : 0));
   return cached;
 }
 
@@ -214,6 +240,7 @@ const nativeCodes = new Set<string>([
   "ERR_GRAMMAR_INVALID",
   "ERR_GRAMMAR_DEAD_END",
   "ERR_CONTEXT_FULL",
+  "ERR_NO_SEQUENCE",
   "ERR_INVALID_ARGUMENT",
   "ERR_INTERNAL",
 ] satisfies LlamapegErrorCode[]);
