@@ -33,8 +33,8 @@ export interface GenerationStats {
   reusedTokens: number;
   /** Tokens emitted (the EOG or stop token that ended the generation is not counted). */
   generatedTokens: number;
-  /** From generate() until the context's decode loop took the generation up. */
-  queueMs: number;
+  /** From generate() until the context's decode loop took the generation up (local sequences). */
+  queueMs?: number;
   /** Time decoding the prompt (the part after the reused prefix; with other sequences in the
    * same batches, their share of each step too). */
   promptMs: number;
@@ -45,11 +45,11 @@ export interface GenerationStats {
   stopReason: StopReason;
   /** The EOG / stop token that ended the generation, when one did. */
   stopToken?: number;
-  /** How often the sequence was shifted to make room (contextShift). */
-  shifts: number;
+  /** How often the sequence was shifted to make room (contextShift; local sequences). */
+  shifts?: number;
   /** Decode steps of the context that went without this generation's next token, because its
-   * reader held the window full or more sequences generated than a batch holds. */
-  stalledSteps: number;
+   * reader held the window full or more sequences generated than a batch holds (local sequences). */
+  stalledSteps?: number;
 }
 
 export interface GenerationResult {

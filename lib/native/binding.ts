@@ -17,6 +17,8 @@ export interface NativeLoadOptions {
   gpuLayers: number;
   useMmap: boolean;
   vocabOnly: boolean;
+  /** "host:port" of ggml rpc-servers whose devices take the offloaded layers. */
+  rpcServers?: string[];
 }
 
 export interface NativeModelInfo {
@@ -70,6 +72,8 @@ export interface NativeGrammar {
   lazy: boolean;
   triggerPatterns: string[];
   triggerTokens: Int32Array;
+  /** Tokens the grammar accepts before sampling starts (the generation prompt's prefill). */
+  prefillTokens: Int32Array;
 }
 
 export interface NativeGenerateOptions {
