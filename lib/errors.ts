@@ -17,6 +17,7 @@ export type LlamapegErrorCode =
   | "ERR_GRAMMAR_INVALID"
   | "ERR_GRAMMAR_DEAD_END"
   | "ERR_CONTEXT_FULL"
+  | "ERR_NO_SEQUENCE"
   | "ERR_ABORTED"
   | "ERR_INVALID_ARGUMENT"
   // parsing / grammars / chat

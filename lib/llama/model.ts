@@ -51,6 +51,9 @@ const TOKEN_ATTR_USER_DEFINED = 1 << 4;
 
 const loadKeys = ["gpuLayers", "useMmap", "vocabOnly", "onProgress", "rpcServers", "backend"] as const;
 
+// Below this many UTF-16 units tokenizing takes well under a millisecond: not worth a thread.
+const ASYNC_TOKENIZE_CHARS = 4096;
+
 /** Loads a GGUF model off the JS thread. Errors: ERR_MODEL_NOT_FOUND, ERR_MODEL_NOT_GGUF,
  * ERR_MODEL_CORRUPT (truncated/corrupt), ERR_MODEL_UNSUPPORTED (architecture), ERR_MODEL_LOAD. */
 export async function loadModel(path: string, options?: LoadModelOptions): Promise<Model> {
@@ -165,6 +168,25 @@ export class Model {
     return (attributes & (TOKEN_ATTR_CONTROL | TOKEN_ATTR_USER_DEFINED)) !== 0;
   }
 
+  /**
+   * `tokenize` without blocking the event loop on a large text: above a few thousand characters
+   * the work runs on a native thread (a megabyte costs a few hundred milliseconds).
+   */
+  async tokenizeAsync(text: string, options?: TokenizeOptions): Promise<Int32Array> {
+    str(text, "text");
+    const o = optionalObject(options, "options");
+    checkKeys(o, ["addSpecial", "parseSpecial"], "tokenize options");
+    const addSpecial = bool(o.addSpecial, "addSpecial", false);
+    const parseSpecial = bool(o.parseSpecial, "parseSpecial", false);
+    const native = this.#live();
+    if (text.length <= ASYNC_TOKENIZE_CHARS) return callNative(() => native.tokenize(text, addSpecial, parseSpecial));
+    try {
+      return await native.tokenizeAsync(text, addSpecial, parseSpecial);
+    } catch (error) {
+      throw fromNative(error, this.path);
+    }
+  }
+
   /** The token's llama_token_attr bits (llama.h: UNKNOWN 1, CONTROL 8, USER_DEFINED 16, LSTRIP 128, RSTRIP 256...). */
   tokenAttributes(token: number): number {
     const native = this.#live();
@@ -211,7 +233,8 @@ export class Model {
     return context;
   }
 
-  /** Disposes the model's contexts (stopping their generations), then releases the weights. */
+  /** Disposes the model's contexts (ending their generations), then releases the weights before
+   * returning (unless a tokenizeAsync still runs; then when it ends). */
   dispose(): void {
     if (!this.#native) return;
     for (const context of [...this.#contexts]) context.dispose();

@@ -38,17 +38,31 @@ export interface NativeModelInfo {
 }
 
 export interface NativeContextOptions {
+  /** Cells per sequence. */
   contextSize: number;
   batchSize: number;
+  sequences: number;
+  kvUnified: boolean;
+  /** 0: llama.cpp's default (physical cores). */
   threads: number;
+  /** 0: the same as `threads`. */
+  threadsBatch: number;
   /** A uint32; 0xFFFFFFFF asks llama.cpp for a random seed. */
   seed: number;
 }
 
 export interface NativeContextInfo {
+  /** Cells one sequence can hold. */
   contextSize: number;
+  /** Cells of the whole KV cache (all sequences). */
+  cells: number;
   batchSize: number;
+  sequences: number;
+  kvUnified: boolean;
+  /** The cache can move positions (context shift). */
+  canShift: boolean;
   threads: number;
+  threadsBatch: number;
 }
 
 export interface NativeGrammar {
@@ -74,12 +88,16 @@ export interface NativeGenerateOptions {
   special: boolean;
   grammar: NativeGrammar | null;
   grammarResample: "fast" | "reference";
+  /** A full sequence drops old tokens (keeping the first `contextShiftKeep`) instead of stopping. */
+  contextShift: boolean;
+  contextShiftKeep: number;
   flushTokens: number;
   flushMs: number;
   windowTokens: number;
 }
 
-export type StopReason = "eog" | "length" | "stop" | "abort";
+/** "context_full": the sequence ran out of cells (the token that did not fit was emitted). */
+export type StopReason = "eog" | "length" | "stop" | "abort" | "context_full";
 
 export interface NativeFinal {
   promptTokens: number;
@@ -90,7 +108,23 @@ export interface NativeFinal {
   sampleMs: number;
   stopReason: StopReason;
   stopToken?: number;
+  /** Times the sequence was shifted (context shift). */
+  shifts: number;
+  /** Decode steps of its context that went without its next token. */
+  stalledSteps: number;
+  /** From generate() until the decode loop took it up. */
+  queueMs: number;
   error?: Error & { code?: string };
+}
+
+/**
+ * Per-token data beyond the token (logprobs, once the sampler provides them): token i's entries
+ * are ids/values[ends[i-1] .. ends[i]) (from 0 for i = 0), as (token id, value) pairs.
+ */
+export interface NativeTokenExtra {
+  ids: Int32Array;
+  values: Float32Array;
+  ends: Uint32Array;
 }
 
 /** Called on the JS thread with every token produced since the last call; `final` on the last. */
@@ -99,6 +133,7 @@ export type NativeBatchCallback = (
   bytes: Uint8Array,
   ends: Uint32Array,
   final: NativeFinal | undefined,
+  extra: NativeTokenExtra | undefined,
 ) => void;
 
 export interface NativeGeneration {
@@ -110,11 +145,16 @@ export interface NativeGeneration {
 }
 
 export interface NativeContext {
+  /** Ends its generations and frees the llama context before returning. */
   dispose(): void;
   info(): NativeContextInfo;
-  tokens(): Int32Array;
-  clearCache(): void;
-  generate(prompt: Int32Array, options: NativeGenerateOptions, onBatch: NativeBatchCallback): NativeGeneration;
+  /** A free sequence id, or -1 when all are in use. */
+  acquireSequence(): number;
+  /** Aborts the sequence's generation, forgets its cache and frees it. */
+  releaseSequence(seq: number): void;
+  tokens(seq: number): Int32Array;
+  clearCache(seq: number): void;
+  generate(seq: number, prompt: Int32Array, options: NativeGenerateOptions, onBatch: NativeBatchCallback): NativeGeneration;
 }
 
 export interface NativeModel {
@@ -123,6 +163,8 @@ export interface NativeModel {
   metadata(): Record<string, GgufMetadataValue>;
   chatTemplate(name: string | null): string | null;
   tokenize(text: string, addSpecial: boolean, parseSpecial: boolean): Int32Array;
+  /** The same, on a native thread. */
+  tokenizeAsync(text: string, addSpecial: boolean, parseSpecial: boolean): Promise<Int32Array>;
   tokenPiece(token: number, special: boolean): Uint8Array;
   detokenize(tokens: Int32Array, special: boolean): string;
   isEog(token: number): boolean;
@@ -137,8 +179,11 @@ export interface BindingModule {
   loadModel(path: string, options: NativeLoadOptions, onProgress?: (progress: number) => void): Promise<NativeModel>;
   setLogger(logger: ((level: NativeLogLevel, text: string) => void) | null, level: NativeLogLevel): void;
   systemInfo(): string;
-  /** Aborts and joins generation threads: this thread's, or (main thread) the whole process's. */
-  stopGenerationsForExit(processWide: boolean): void;
+  /**
+   * Stops native work (generations, loads) and waits for its threads: this thread's, or (main
+   * thread) the whole process's, quick-exiting with `code` when they do not stop in time.
+   */
+  stopForExit(processWide: boolean, code: number): void;
   llamaCppVersion: string;
 }
 
@@ -160,6 +205,7 @@ const nativeCodes = new Set<string>([
   "ERR_GRAMMAR_INVALID",
   "ERR_GRAMMAR_DEAD_END",
   "ERR_CONTEXT_FULL",
+  "ERR_NO_SEQUENCE",
   "ERR_INVALID_ARGUMENT",
   "ERR_INTERNAL",
 ] satisfies LlamapegErrorCode[]);

@@ -189,7 +189,7 @@ function load(): State {
   }
   // process.exit() and uncaught exceptions skip environment teardown and run exit() at once; stop
   // the generation threads first, or they would compute while llama.cpp's statics are destroyed.
-  process.once("exit", () => native.stopGenerationsForExit(isMainThread));
+  process.once("exit", (code) => native.stopForExit(isMainThread, typeof code === "number" ? code : 0));
   return s;
 }
 
