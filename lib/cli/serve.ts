@@ -2,7 +2,7 @@
  * `llamapeg serve`: the OpenAI-compatible HTTP server on a model (the test model by default).
  * Loopback only unless an API key is set or unauthenticated access is asked for by name.
  */
-import { loadModel, type Context } from "../llama/index.js";
+import { loadModel, type Sequence } from "../llama/index.js";
 import { startServer, type ServerOptions } from "../server/index.js";
 import { resolveServerOptions } from "../server/options.js";
 import { ensureTestModel } from "../test-model/index.js";
@@ -18,12 +18,12 @@ export const SERVE_USAGE = `llamapeg serve [options]
   --model PATH              a GGUF model (default: the tiny random-weight test model, created on first use)
   --host HOST               default 127.0.0.1 (loopback); any other host needs --api-key or --allow-unauthenticated
   --port N                  default 8080 (0: any free port)
-  --parallel N              requests generated at once (default 1); more wait in a queue
+  --parallel N              requests generated at once, as sequences of one context (default 1); more wait in a queue
   --max-queue N             requests that may wait for a slot; past that 429 (default 64)
   --api-key KEY             require Authorization: Bearer KEY (default: $LLAMAPEG_API_KEY)
   --allow-unauthenticated   serve a non-loopback host without an API key
   --body-limit BYTES        largest request body (default 8388608)
-  --context-size N          tokens per slot (default 4096)
+  --context-size N          tokens per sequence (default 4096)
   --threads N               compute threads (default: all cores)
   --model-id ID             the id in /v1/models (default: the file name)`;
 
@@ -77,9 +77,10 @@ export async function serveCommand(argv: string[]): Promise<void> {
   const model = await loadModel(modelPath, { onProgress: (p: number) => bar.update(p) });
   bar.done();
   try {
-    // One context per slot until contexts hold several sequences (each holds contextSize tokens of KV cache).
-    const contexts: Context[] = Array.from({ length: parallel }, () => model.createContext({ contextSize, ...(threads === undefined ? {} : { threads }) }));
-    const server = await startServer(contexts, options);
+    // One context, one sequence per slot: its decode thread batches every generating slot per step.
+    const context = model.createContext({ contextSize, sequences: parallel, ...(threads === undefined ? {} : { threads }) });
+    const slots: Sequence[] = Array.from({ length: parallel }, () => context.getSequence());
+    const server = await startServer(slots, options);
     process.stderr.write(`llamapeg serve: ${summarizeModel(loadedModelFacts(model))} · ${parallel} slot${parallel === 1 ? "" : "s"}${apiKey !== undefined ? " · API key required" : ""}\n`);
     process.stdout.write(`${server.url}/v1\n`);
     await new Promise<void>((resolve) => {

@@ -7,7 +7,7 @@ import { connect } from "node:net";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
-import { loadModel, type Context, type Model } from "../../lib/llama/index.js";
+import { loadModel, type Context, type Model, type Sequence } from "../../lib/llama/index.js";
 import { completionTarget, createChatCompletion, type ChatCompletionChunk, type CompletionTarget } from "../../lib/openai/index.js";
 import { isLoopback, startServer, type LlamapegServer } from "../../lib/server/index.js";
 import { ensureTestModel } from "../../lib/test-model/index.js";
@@ -15,7 +15,7 @@ import { poll, raw, sseEvents } from "./server-helpers.js";
 
 const KEY = "sk-test-key";
 let model: Model;
-let contexts: Context[];
+let slots: Sequence[];
 let reference: Context;
 let server: LlamapegServer;
 let base: string;
@@ -23,9 +23,11 @@ const auth = { authorization: `Bearer ${KEY}`, "content-type": "application/json
 
 beforeAll(async () => {
   model = await loadModel(await ensureTestModel("tiny"));
-  contexts = [0, 1].map(() => model.createContext({ contextSize: 4096, threads: 1 }));
+  // The server's slots: 4 sequences of one context, as `llamapeg serve --parallel 4` makes them.
+  const shared = model.createContext({ contextSize: 4096, sequences: 4, threads: 1 });
+  slots = [0, 1, 2, 3].map(() => shared.getSequence());
   reference = model.createContext({ contextSize: 4096, threads: 1 });
-  server = await startServer(contexts, { port: 0, apiKey: KEY, bodyLimit: 64 * 1024, maxQueue: 16, modelId: "tiny" });
+  server = await startServer(slots, { port: 0, apiKey: KEY, bodyLimit: 64 * 1024, maxQueue: 16, modelId: "tiny" });
   base = server.url;
 });
 
@@ -102,7 +104,7 @@ describe("streaming", () => {
   });
 
   it("a client that disconnects mid-stream aborts its generation and frees its slot", async () => {
-    const busy = () => contexts.some((c) => c.busy);
+    const busy = () => slots.some((c) => c.busy);
     const prompt = [{ role: "user", content: "Tell me a long story" }];
     const received = await new Promise<number>((resolve, reject) => {
       const req = httpRequest(`${base}/v1/chat/completions`, { method: "POST", headers: auth }, (res) => {
@@ -121,7 +123,7 @@ describe("streaming", () => {
     expect(received).toBeGreaterThanOrEqual(5);
     expect(await poll(() => !busy(), 10_000)).toBe(true);
     // Aborted: the KV cache holds the prompt and the tokens so far, far fewer than 3000 generated.
-    const longest = Math.max(...contexts.map((c) => c.tokens.length));
+    const longest = Math.max(...slots.map((c) => c.tokens.length));
     expect(longest).toBeLessThan(1500);
     const h = await health();
     expect(h.slots.idle).toBe(h.slots.total);
@@ -182,7 +184,7 @@ describe("backpressure", () => {
 });
 
 describe("concurrency", () => {
-  it("8 concurrent clients all get their completion (2 slots, the rest queued)", async () => {
+  it("8 concurrent clients all get their completion (4 sequences generating together, the rest queued)", async () => {
     const client = new OpenAI({ apiKey: KEY, baseURL: `${base}/v1`, maxRetries: 0 });
     const results = await Promise.all(
       Array.from({ length: 8 }, (_, i) =>
@@ -199,7 +201,7 @@ describe("concurrency", () => {
       expect(c.usage === undefined || c.usage === null || c.usage.completion_tokens > 0).toBe(true);
     }
     const h = await health();
-    expect(h).toEqual({ status: "ok", slots: { total: 2, idle: 2 }, queued: 0 });
+    expect(h).toEqual({ status: "ok", slots: { total: 4, idle: 4 }, queued: 0 });
   });
 
   it("past the queue bound: 429 with Retry-After; a queued client that leaves is taken out of the queue", async () => {
