@@ -163,6 +163,17 @@ describe("llamapeg/ai-sdk with the ai package", () => {
     for (const r of runs) expect(r.usage.outputTokens).toBe(8);
   });
 
+  it("on sequences of one context: two providers generate at the same time", async () => {
+    const shared = model.createContext({ contextSize: 2048, sequences: 2, threads: 2 });
+    try {
+      const [a, b] = [shared.getSequence(), shared.getSequence()].map((sequence) => createLlamapeg({ context: sequence }));
+      const runs = await Promise.all([a!, b!].map((p, i) => generateText({ model: p(), tools: { weather: weather() }, toolChoice: { type: "tool", toolName: "weather" }, prompt: `Weather ${i}?`, maxOutputTokens: 80, seed: i })));
+      for (const r of runs) expect(r.toolCalls.map((c) => c.toolName)).toEqual(["weather"]);
+    } finally {
+      shared.dispose();
+    }
+  });
+
   it("the provider: specification v4, languageModel(id), no embedding models", () => {
     const llamapeg = createLlamapeg({ context });
     expect(llamapeg.specificationVersion).toBe("v4");
