@@ -22,10 +22,10 @@ const rows = readdirSync(report)
   .filter((f) => f.endsWith(".json"))
   .sort()
   .map((f) => JSON.parse(readFileSync(join(report, f), "utf8")));
-console.log("\n| class | cases | ok | coded errors | argument errors | uncoded | crashes | hangs | max ms | peak RSS MB |");
-console.log("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+console.log("\n| class | cases | ok | coded errors | argument errors | uncoded | crashes | hangs | max ms (wall) | max ms (CPU) | peak RSS MB |");
+console.log("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
 for (const s of rows) {
-  console.log(`| ${s.class}${s.raw ? " (raw addon, no pre-checks)" : ""} | ${s.cases} | ${s.ok} | ${s.coded} | ${s.argument} | ${s.uncoded} | ${s.crashes} | ${s.hangs} | ${Math.round(s.maxMs)} | ${s.peakRssMb} |`);
+  console.log(`| ${s.class}${s.raw ? " (raw addon, no pre-checks)" : ""} | ${s.cases} | ${s.ok} | ${s.coded} | ${s.argument} | ${s.uncoded} | ${s.crashes} | ${s.hangs} | ${Math.round(s.maxMs)} | ${Math.round(s.maxCpuMs ?? 0)} | ${s.peakRssMb} |`);
 }
 console.log(`\nload ${loadavg().map((l) => l.toFixed(1)).join(" ")}; reports in ${report}`);
 process.exit(tests.status === 0 && baseline.status === 0 ? 0 : 1);
