@@ -10,6 +10,7 @@
 #include "generation.h"
 #include "log.h"
 #include "model.h"
+#include "system.h"
 
 namespace {
 
@@ -21,7 +22,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   static std::once_flag backendOnce;
   std::call_once(backendOnce, [] {
     lp::InstallLogRouter();
-    llama_backend_init();
+    lp::InitBackendRegistry();  // backends: loaded by lib/native/load.ts through backendLoad
     lp::InstallExitHandler();
   });
 
@@ -42,6 +43,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("stopGenerationsForExit", Napi::Function::New(env, lp::StopGenerationsForExit, "stopGenerationsForExit"));
   exports.Set("systemInfo", Napi::Function::New(env, SystemInfo, "systemInfo"));
   exports.Set("llamaCppVersion", Napi::String::New(env, llama_version()));
+  lp::RegisterSystem(env, exports);
   return exports;
 }
 

@@ -12,6 +12,7 @@
 #include "common.h"
 #include "context.h"
 #include "log.h"
+#include "rpc.h"
 
 namespace lp {
 
@@ -40,6 +41,10 @@ struct LoadParams {
   int32_t gpuLayers = 0;
   bool useMmap = true;
   bool vocabOnly = false;
+  std::vector<std::string> rpcServers;  // "host:port" of ggml rpc-servers (checked by the JS side)
+  // ggml device names to place the model on (load.ts's backend choice); unset: every loaded device
+  bool hasDevices = false;
+  std::vector<std::string> devices;
 };
 
 std::string Trim(std::string s) {
@@ -121,6 +126,31 @@ class LoadModelWorker : public Napi::AsyncProgressWorker<float> {
       mp.n_gpu_layers = params_.gpuLayers;
       mp.vocab_only = params_.vocabOnly;
       if (!params_.useMmap) mp.load_mode = LLAMA_LOAD_MODE_NONE;
+      // RPC devices first (llama.cpp's --rpc order), then the backend choice's devices, or without
+      // one the local GPUs llama.cpp would pick.
+      std::vector<ggml_backend_dev_t> devices;
+      if (!params_.rpcServers.empty()) {
+        error_ = RpcDevices(params_.rpcServers, !params_.hasDevices, &devices);
+        if (!error_.ok()) {
+          core_.reset();
+          return;
+        }
+      }
+      if (params_.hasDevices) {
+        for (const std::string& name : params_.devices) {
+          ggml_backend_dev_t dev = ggml_backend_dev_by_name(name.c_str());
+          if (dev == nullptr) {
+            error_ = {"ERR_INVALID_ARGUMENT", "no loaded device is named " + name};
+            core_.reset();
+            return;
+          }
+          devices.push_back(dev);
+        }
+      }
+      if (params_.hasDevices || !params_.rpcServers.empty()) {
+        devices.push_back(nullptr);
+        mp.devices = devices.data();
+      }
       const ExecutionProgress* prog = &progress;
       mp.progress_callback = [](float value, void* ud) {
         static_cast<const ExecutionProgress*>(ud)->Send(&value, 1);
@@ -194,6 +224,17 @@ Napi::Value LoadModel(const Napi::CallbackInfo& info) {
     p.gpuLayers = o.Get("gpuLayers").As<Napi::Number>().Int32Value();
     p.useMmap = o.Get("useMmap").As<Napi::Boolean>().Value();
     p.vocabOnly = o.Get("vocabOnly").As<Napi::Boolean>().Value();
+    Napi::Value rpc = o.Get("rpcServers");
+    if (rpc.IsArray()) {
+      Napi::Array a = rpc.As<Napi::Array>();
+      for (uint32_t i = 0; i < a.Length(); i++) p.rpcServers.push_back(a.Get(i).ToString().Utf8Value());
+    }
+    Napi::Value devices = o.Get("devices");
+    if (devices.IsArray()) {
+      Napi::Array list = devices.As<Napi::Array>();
+      p.hasDevices = true;
+      for (uint32_t i = 0; i < list.Length(); i++) p.devices.push_back(list.Get(i).ToString().Utf8Value());
+    }
     Napi::Function onProgress;
     if (info.Length() > 2 && info[2].IsFunction()) onProgress = info[2].As<Napi::Function>();
     auto* worker = new LoadModelWorker(env, std::move(p), onProgress);

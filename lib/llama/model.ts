@@ -5,6 +5,8 @@ import { resolve } from "node:path";
 import { LlamapegError } from "../errors.js";
 import { readGgufFile } from "../gguf/read.js";
 import { binding, callNative, fromNative, type GgufMetadataValue, type NativeModel, type NativeModelInfo } from "../native/binding.js";
+import { withRpcServers } from "../remote/rpc.js";
+import { devicesFor, parseBackend, type BackendName } from "../native/load.js";
 import { Context, type ContextOptions } from "./context.js";
 import { bool, checkKeys, int, optionalObject, str } from "./validate.js";
 
@@ -17,6 +19,18 @@ export interface LoadModelOptions {
   vocabOnly?: boolean;
   /** Called on the JS thread with load progress in [0, 1]. */
   onProgress?: (progress: number) => void;
+  /**
+   * ggml rpc-servers ("host:port") whose devices take the offloaded layers (`gpuLayers`), split
+   * as llama.cpp's `--rpc` splits them. rpc-server has no authentication: loopback or a private
+   * network only (docs/scale-out.md).
+   */
+  rpcServers?: string[];
+  /**
+   * Which compute backend holds the model: "cpu", "cuda", "vulkan", "metal", or "auto" (default:
+   * the one `systemInfo().backend` names, chosen at load: CUDA, Vulkan, Metal, then CPU). A GPU
+   * backend that is not installed or finds no device is an ERR_NATIVE_LOAD naming what was tried.
+   */
+  backend?: BackendName | "auto";
 }
 
 export interface TokenizeOptions {
@@ -35,7 +49,7 @@ export interface PieceOptions {
 const TOKEN_ATTR_CONTROL = 1 << 3;
 const TOKEN_ATTR_USER_DEFINED = 1 << 4;
 
-const loadKeys = ["gpuLayers", "useMmap", "vocabOnly", "onProgress"] as const;
+const loadKeys = ["gpuLayers", "useMmap", "vocabOnly", "onProgress", "rpcServers", "backend"] as const;
 
 /** Loads a GGUF model off the JS thread. Errors: ERR_MODEL_NOT_FOUND, ERR_MODEL_NOT_GGUF,
  * ERR_MODEL_CORRUPT (truncated/corrupt), ERR_MODEL_UNSUPPORTED (architecture), ERR_MODEL_LOAD. */
@@ -49,22 +63,26 @@ export async function loadModel(path: string, options?: LoadModelOptions): Promi
   const vocabOnly = bool(o.vocabOnly, "vocabOnly", false);
   if (o.onProgress !== undefined && typeof o.onProgress !== "function") throw new TypeError("onProgress must be a function");
   const onProgress = o.onProgress as ((progress: number) => void) | undefined;
+  const backend = parseBackend(o.backend, "backend");
   const full = resolve(path);
   // What would make llama.cpp's loader abort the process is a coded error here (lib/gguf/validate.ts).
   if ((await stat(full).catch(() => null))?.isFile()) await readGgufFile(full, { validate: true, vocabOnly });
-  let native: NativeModel;
-  try {
-    native = await binding().loadModel(full, { gpuLayers, useMmap, vocabOnly }, onProgress);
-  } catch (error) {
-    throw fromNative(error, full);
-  }
-  const model = new Model(native, full);
-  // tokenizing with addSpecial would GGML_ASSERT on the missing id
-  if ((model.addBos && model.bos === null) || (model.addEos && model.eos === null)) {
-    model.dispose();
-    throw new LlamapegError("ERR_MODEL_CORRUPT", `${full}: the tokenizer adds ${model.addBos && model.bos === null ? "BOS" : "EOS"} but the vocabulary has no such token`, { where: full });
-  }
-  return model;
+  return withRpcServers(o.rpcServers, vocabOnly, async (rpcServers) => {
+    let native: NativeModel;
+    try {
+      const devices = devicesFor(backend);
+      native = await binding().loadModel(full, { gpuLayers, useMmap, vocabOnly, devices, ...(rpcServers.length > 0 ? { rpcServers } : {}) }, onProgress);
+    } catch (error) {
+      throw fromNative(error, full);
+    }
+    const model = new Model(native, full);
+    // tokenizing with addSpecial would GGML_ASSERT on the missing id
+    if ((model.addBos && model.bos === null) || (model.addEos && model.eos === null)) {
+      model.dispose();
+      throw new LlamapegError("ERR_MODEL_CORRUPT", `${full}: the tokenizer adds ${model.addBos && model.bos === null ? "BOS" : "EOS"} but the vocabulary has no such token`, { where: full });
+    }
+    return model;
+  });
 }
 
 export class Model {

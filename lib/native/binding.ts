@@ -1,14 +1,11 @@
 /**
- * The one place that knows the addon's shape. Everything native goes through `binding()`;
+ * The one place that knows the addon's shape (loading it: load.ts). Everything native goes through `binding()`;
  * native errors (plain `Error`s with a `code`) become `LlamapegError`s through `fromNative()`.
  */
-import { existsSync } from "node:fs";
-import { createRequire } from "node:module";
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
-import { isMainThread } from "node:worker_threads";
-
 import { LlamapegError, type LlamapegErrorCode } from "../errors.js";
+import { loadBinding } from "./load.js";
+
+export { packageRoot } from "./load.js";
 
 /** A GGUF metadata value as stored in the file: numbers, booleans, strings, or arrays of them. */
 export type GgufMetadataValue = string | number | boolean | null | GgufMetadataValue[];
@@ -17,6 +14,10 @@ export interface NativeLoadOptions {
   gpuLayers: number;
   useMmap: boolean;
   vocabOnly: boolean;
+  /** "host:port" of ggml rpc-servers whose devices take the offloaded layers. */
+  rpcServers?: string[];
+  /** ggml device names to place the model on (lib/native/load.ts devicesFor); omitted: all loaded. */
+  devices?: string[];
 }
 
 export interface NativeModelInfo {
@@ -56,6 +57,8 @@ export interface NativeGrammar {
   lazy: boolean;
   triggerPatterns: string[];
   triggerTokens: Int32Array;
+  /** Tokens the grammar accepts before sampling starts (the generation prompt's prefill). */
+  prefillTokens: Int32Array;
 }
 
 export interface NativeGenerateOptions {
@@ -139,66 +142,9 @@ export interface BindingModule {
   llamaCppVersion: string;
 }
 
-/** The package root, from lib/native/ (sources) and dist/native/ (compiled) alike. */
-export const packageRoot = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
-
-let cached: BindingModule | undefined;
-
-/**
- * ggml's CPU backend runs each graph on an OpenMP team and meets at a barrier after every node.
- * libgomp's default barrier spins: fine in a process that does nothing else, but in Node any other
- * runnable thread (the event loop, V8's GC helpers, other processes) that takes a core from one
- * compute thread leaves its partner spinning for a whole time slice. On 2 busy cores that cost
- * 100x (3 vs 260 tokens/s on the tiny test model); a sleeping (passive) barrier does not. libgomp
- * reads its settings once, when the addon first loads it, so we set the policy for that moment
- * only, and never override a choice the user made (OMP_WAIT_POLICY or GOMP_SPINCOUNT).
- */
-function withOpenMpWaitPolicy<T>(load: () => T): T {
-  if (process.env.OMP_WAIT_POLICY !== undefined || process.env.GOMP_SPINCOUNT !== undefined) return load();
-  process.env.OMP_WAIT_POLICY = "passive";
-  try {
-    return load();
-  } finally {
-    delete process.env.OMP_WAIT_POLICY;
-  }
-}
-
-/** Loads the addon once: `prebuilds/<platform>-<arch>/`, then `build/Release` (node-gyp-build). */
+/** Loads the addon and its compute backends once (lib/native/load.ts decides what and from where). */
 export function binding(): BindingModule {
-  if (cached) return cached;
-  const require = createRequire(import.meta.url);
-  const override = process.env.LLAMAPEG_NATIVE_PATH;
-  const tried: string[] = [];
-  try {
-    if (override) {
-      tried.push(override);
-      cached = withOpenMpWaitPolicy(() => require(override) as BindingModule);
-    } else {
-      tried.push(
-        join(packageRoot, "prebuilds", `${process.platform}-${process.arch}`, "*.node"),
-        join(packageRoot, "build", "Release", "llamapeg.node"),
-        join(packageRoot, "build", "Debug", "llamapeg.node"),
-      );
-      const load = require("node-gyp-build") as (dir: string) => unknown;
-      cached = withOpenMpWaitPolicy(() => load(packageRoot) as BindingModule);
-    }
-  } catch (error) {
-    const reason = error instanceof Error ? error.message.split("\n")[0] : String(error);
-    const built = existsSync(join(packageRoot, "build", "Release", "llamapeg.node"));
-    throw new LlamapegError(
-      "ERR_NATIVE_LOAD",
-      `could not load the llamapeg native addon (${reason}). Tried:\n  ${tried.join("\n  ")}\n` +
-        (built
-          ? "build/Release/llamapeg.node exists but failed to load; rebuild it for this Node version with `npm run build:native`."
-          : "Build it with `npm run build:native` (needs cmake >= 3.19 and a C++17 compiler)."),
-      { where: packageRoot, cause: error },
-    );
-  }
-  // process.exit() and uncaught exceptions skip environment teardown and run exit() at once; stop
-  // the generation threads first, or they would compute while llama.cpp's statics are destroyed.
-  const loaded = cached;
-  process.once("exit", () => loaded.stopGenerationsForExit(isMainThread));
-  return cached;
+  return loadBinding();
 }
 
 const nativeCodes = new Set<string>([

@@ -13,7 +13,7 @@
 import { createHash } from "node:crypto";
 
 import { applyChatTemplate, type ApplyChatRequest, type AppliedChatPlan } from "../chat/apply/index.js";
-import type { ChatParser, ChatPlan, GrammarTrigger } from "../chat/plan.js";
+import type { ChatParser, ChatPlan } from "../chat/plan.js";
 import type { PromptSegment } from "../chat/prompt.js";
 import type { TemplateLimits } from "../chat/template/limits.js";
 import { toolParameters, type ChatTool } from "../chat/tools.js";
@@ -22,6 +22,7 @@ import { PegArena } from "../peg/arena.js";
 import type { PegArenaJson } from "../peg/index.js";
 import { alternativeGrammars, dropGenerationPrompt } from "./gbnf-edit.js";
 import type { NormalizedChatRequest } from "./request.js";
+import type { SamplingGrammar } from "./target.js";
 import { enforceableSchema, sanitizeToolSchemas } from "./tool-schemas.js";
 
 /**
@@ -55,12 +56,7 @@ export class AlternativeParser implements ChatParser {
   }
 }
 
-/** The sampler side of a plan. */
-export interface SamplingGrammar {
-  gbnf: string;
-  lazy: boolean;
-  triggers: GrammarTrigger[];
-}
+export type { SamplingGrammar };
 
 /** Everything about a plan that can be written to JSON and read back (record/replay). */
 export interface PlanRecord {
@@ -187,7 +183,7 @@ export function buildCompletionPlan(template: string, r: NormalizedChatRequest, 
       cached ??
       (() => {
         const grammar: SamplingGrammar | null = r.grammar
-          ? { gbnf: alternativeGrammars(eagerGrammar(schemaPlan), callsOnlyGrammar(toolsPlan, activeTools())), lazy: false, triggers: [] }
+          ? { gbnf: alternativeGrammars(eagerGrammar(schemaPlan), callsOnlyGrammar(toolsPlan, activeTools())), lazy: false, triggers: [], prefill: "" }
           : null;
         const arenas = [schemaPlan.parser, toolsPlan.parser];
         return { chat: chatPart(toolsPlan, new AlternativeParser(arenas), grammar), grammar, warnings, arenas };
@@ -205,9 +201,9 @@ export function buildCompletionPlan(template: string, r: NormalizedChatRequest, 
       (() => {
         let grammar: SamplingGrammar | null = null;
         if (r.grammar && plan.grammar !== "") {
-          if (useTools && r.callsOnly) grammar = { gbnf: callsOnlyGrammar(plan, activeTools()), lazy: false, triggers: [] };
-          else if (plan.grammarLazy) grammar = { gbnf: plan.grammar, lazy: true, triggers: plan.grammarTriggers };
-          else grammar = { gbnf: eagerGrammar(plan), lazy: false, triggers: [] };
+          if (useTools && r.callsOnly) grammar = { gbnf: callsOnlyGrammar(plan, activeTools()), lazy: false, triggers: [], prefill: "" };
+          else if (plan.grammarLazy) grammar = { gbnf: plan.grammar, lazy: true, triggers: plan.grammarTriggers, prefill: "" };
+          else grammar = { gbnf: eagerGrammar(plan), lazy: false, triggers: [], prefill: "" };
         }
         return { chat: chatPart(plan, new AlternativeParser([plan.parser]), grammar), grammar, warnings, arenas: [plan.parser] };
       })();
