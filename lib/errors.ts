@@ -25,10 +25,17 @@ export type LlamapegErrorCode =
   | "ERR_SCHEMA_UNSUPPORTED"
   | "ERR_SCHEMA_INVALID"
   | "ERR_TEMPLATE_RENDER"
+  | "ERR_TEMPLATE_LIMIT"
   | "ERR_TEMPLATE_ANALYSIS"
   | "ERR_CHAT_PARSE"
   | "ERR_CHAT_DIFF"
   | "ERR_INVALID_REQUEST"
+  // remote generation (llama-server)
+  | "ERR_REMOTE_UNAVAILABLE"
+  | "ERR_REMOTE_REFUSED"
+  | "ERR_REMOTE_STREAM"
+  | "ERR_REMOTE_TIMEOUT"
+  | "ERR_REMOTE_PROTOCOL"
   | "ERR_INTERNAL";
 
 export class LlamapegError extends Error {

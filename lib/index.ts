@@ -66,6 +66,8 @@ export {
   clearPlanCache,
   validateJson,
 } from "./openai/index.js";
+// the same completions on llama-server processes
+export { connectLlamaServer, RemoteError, type LlamaServerBackend, type LlamaServerOptions, type Strategy as LlamaServerStrategy } from "./remote/index.js";
 export type {
   ChatCompletionRequest,
   ChatCompletion,
@@ -79,6 +81,14 @@ export type {
   LlamapegCompletionInfo,
   ChatCompletionStream,
   CompletionOptions,
+  CompletionTarget,
+  CompletionTargetLike,
+  TargetChatInfo,
+  TargetRequest,
+  TargetGeneration,
+  PromptInput,
+  PromptSegment,
+  SamplingGrammar,
   CompletionRecord,
   ReplayResult,
   OpenAIErrorBody,

@@ -372,6 +372,11 @@ Napi::Value StartGeneration(Napi::Env env, const std::shared_ptr<ContextCore>& c
       Napi::Int32Array a = tokens.As<Napi::Int32Array>();
       gp.triggerTokens.assign(a.Data(), a.Data() + a.ElementLength());
     }
+    Napi::Value prefill = go.Get("prefillTokens");
+    if (prefill.IsTypedArray()) {
+      Napi::Int32Array a = prefill.As<Napi::Int32Array>();
+      gp.prefillTokens.assign(a.Data(), a.Data() + a.ElementLength());
+    }
   }
   NativeError err;
   job->sampler = Sampler::Create(vocab, sp, hasGrammar ? &gp : nullptr, &err);

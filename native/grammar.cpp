@@ -1,6 +1,8 @@
 #include "grammar.h"
 
 #include <regex>
+#include <stdexcept>
+#include <string>
 
 #include "llama-grammar.h"  // llama.cpp's internal parser: lets us catch its message ourselves
 #include "log.h"
@@ -91,6 +93,20 @@ llama_sampler* CreateGrammarSampler(const llama_vocab* vocab, const GrammarParam
   if (sampler == nullptr) {
     std::string detail = capture.errors();
     *error = {"ERR_GRAMMAR_INVALID", "invalid GBNF grammar: " + (detail.empty() ? std::string("llama.cpp rejected it") : detail)};
+    return nullptr;
+  }
+  // The prompt already holds the prefill: advance the grammar past it, as llama.cpp's
+  // common_sampler_init does with the generation prompt.
+  for (size_t i = 0; i < p.prefillTokens.size(); i++) {
+    llama_token t = p.prefillTokens[i];
+    try {
+      if (t < 0 || t >= nVocab) throw std::runtime_error("token outside the vocabulary");
+      llama_sampler_accept(sampler, t);
+    } catch (const std::exception& e) {
+      llama_sampler_free(sampler);
+      *error = {"ERR_GRAMMAR_INVALID", "the grammar does not accept its prefill at token " + std::to_string(i) + " (" + std::to_string(t) + "): " + e.what()};
+      return nullptr;
+    }
   }
   return sampler;
 }

@@ -17,6 +17,7 @@ struct GrammarParams {
   bool lazy = false;
   std::vector<std::string> triggerPatterns;  // regexes (trigger words arrive here already escaped)
   std::vector<llama_token> triggerTokens;
+  std::vector<llama_token> prefillTokens;  // accepted before sampling starts (llama.cpp's generation-prompt prefill)
 };
 
 // Returns the sampler, or nullptr with *error set (code ERR_GRAMMAR_INVALID).

@@ -12,6 +12,7 @@
 #include "common.h"
 #include "context.h"
 #include "log.h"
+#include "rpc.h"
 
 namespace lp {
 
@@ -40,6 +41,7 @@ struct LoadParams {
   int32_t gpuLayers = 0;
   bool useMmap = true;
   bool vocabOnly = false;
+  std::vector<std::string> rpcServers;  // "host:port" of ggml rpc-servers (checked by the JS side)
   // ggml device names to place the model on (load.ts's backend choice); unset: every loaded device
   bool hasDevices = false;
   std::vector<std::string> devices;
@@ -124,7 +126,16 @@ class LoadModelWorker : public Napi::AsyncProgressWorker<float> {
       mp.n_gpu_layers = params_.gpuLayers;
       mp.vocab_only = params_.vocabOnly;
       if (!params_.useMmap) mp.load_mode = LLAMA_LOAD_MODE_NONE;
+      // RPC devices first (llama.cpp's --rpc order), then the backend choice's devices, or without
+      // one the local GPUs llama.cpp would pick.
       std::vector<ggml_backend_dev_t> devices;
+      if (!params_.rpcServers.empty()) {
+        error_ = RpcDevices(params_.rpcServers, !params_.hasDevices, &devices);
+        if (!error_.ok()) {
+          core_.reset();
+          return;
+        }
+      }
       if (params_.hasDevices) {
         for (const std::string& name : params_.devices) {
           ggml_backend_dev_t dev = ggml_backend_dev_by_name(name.c_str());
@@ -135,6 +146,8 @@ class LoadModelWorker : public Napi::AsyncProgressWorker<float> {
           }
           devices.push_back(dev);
         }
+      }
+      if (params_.hasDevices || !params_.rpcServers.empty()) {
         devices.push_back(nullptr);
         mp.devices = devices.data();
       }
@@ -211,6 +224,11 @@ Napi::Value LoadModel(const Napi::CallbackInfo& info) {
     p.gpuLayers = o.Get("gpuLayers").As<Napi::Number>().Int32Value();
     p.useMmap = o.Get("useMmap").As<Napi::Boolean>().Value();
     p.vocabOnly = o.Get("vocabOnly").As<Napi::Boolean>().Value();
+    Napi::Value rpc = o.Get("rpcServers");
+    if (rpc.IsArray()) {
+      Napi::Array a = rpc.As<Napi::Array>();
+      for (uint32_t i = 0; i < a.Length(); i++) p.rpcServers.push_back(a.Get(i).ToString().Utf8Value());
+    }
     Napi::Value devices = o.Get("devices");
     if (devices.IsArray()) {
       Napi::Array list = devices.As<Napi::Array>();

@@ -1,4 +1,5 @@
 /** Validation and defaults of `context.generate()` options, and grammar trigger resolution. */
+import { checkGbnf } from "../gbnf/check.js";
 import { LlamapegError } from "../errors.js";
 import type { NativeGenerateOptions, NativeGrammar } from "../native/binding.js";
 import type { Model } from "./model.js";
@@ -19,6 +20,11 @@ export interface GrammarOptions {
   triggerPatterns?: string[];
   /** Token ids that trigger a lazy grammar. */
   triggerTokens?: number[];
+  /**
+   * Text the grammar consumes before the first sampled token, because the prompt already ends with
+   * it (llama.cpp's prefill of the generation prompt). Eager grammars only. Default "".
+   */
+  prefill?: string;
 }
 
 export interface GenerateOptions {
@@ -75,7 +81,7 @@ const generateKeys = [
   "grammarResample",
 ] as const;
 
-const grammarKeys = ["gbnf", "root", "lazy", "triggerWords", "triggerPatterns", "triggerTokens"] as const;
+const grammarKeys = ["gbnf", "root", "lazy", "triggerWords", "triggerPatterns", "triggerTokens", "prefill"] as const;
 
 /** Escapes a literal for an ECMAScript / std::regex pattern. */
 export function escapeRegex(text: string): string {
@@ -131,6 +137,8 @@ function resolveGrammar(model: Model, value: unknown, preserved: Set<number>): N
   const gbnf = str(g.gbnf, "grammar.gbnf");
   if (gbnf.trim().length === 0) throw new TypeError("grammar.gbnf must not be empty");
   const root = g.root === undefined ? "root" : str(g.root, "grammar.root");
+  // what llama.cpp's grammar parser rejects or chokes on is ERR_GRAMMAR_INVALID before it runs
+  checkGbnf(gbnf, { root });
   const lazy = bool(g.lazy, "grammar.lazy", false);
   const words = stringList(g.triggerWords, "grammar.triggerWords");
   const patterns = stringList(g.triggerPatterns, "grammar.triggerPatterns");
@@ -154,5 +162,18 @@ function resolveGrammar(model: Model, value: unknown, preserved: Set<number>): N
   if (lazy && triggerPatterns.length === 0 && tokens.length === 0) {
     throw new TypeError("a lazy grammar needs at least one trigger (triggerWords, triggerPatterns or triggerTokens)");
   }
-  return { gbnf, root, lazy, triggerPatterns, triggerTokens: Int32Array.from(tokens) };
+  const prefill = g.prefill === undefined ? "" : str(g.prefill, "grammar.prefill");
+  if (lazy && prefill !== "") throw new TypeError("grammar.prefill needs an eager grammar (a lazy grammar starts at its trigger)");
+  return { gbnf, root, lazy, triggerPatterns, triggerTokens: Int32Array.from(tokens), prefillTokens: prefillTokens(model, prefill) };
+}
+
+const decoder = new TextDecoder();
+const isSpace = (c: string | undefined): boolean => c !== undefined && " \t\n\v\f\r".includes(c);
+
+/** The prefill's tokens as llama.cpp's `common_sampler_init` takes them (a leading space token some tokenizers add is left out). */
+function prefillTokens(model: Model, prefill: string): Int32Array {
+  if (prefill === "") return new Int32Array(0);
+  const ids = Array.from(model.tokenize(prefill, { addSpecial: false, parseSpecial: true }));
+  if (ids.length > 0 && !isSpace(prefill[0]) && isSpace(decoder.decode(model.tokenPiece(ids[0]!, { special: true }))[0])) ids.shift();
+  return Int32Array.from(ids);
 }

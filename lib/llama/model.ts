@@ -1,8 +1,11 @@
 /** `loadModel()` and `Model`: a loaded GGUF, its vocabulary, metadata and contexts. */
+import { stat } from "node:fs/promises";
 import { resolve } from "node:path";
 
 import { LlamapegError } from "../errors.js";
+import { readGgufFile } from "../gguf/read.js";
 import { binding, callNative, fromNative, type GgufMetadataValue, type NativeModel, type NativeModelInfo } from "../native/binding.js";
+import { withRpcServers } from "../remote/rpc.js";
 import { devicesFor, parseBackend, type BackendName } from "../native/load.js";
 import { Context, type ContextOptions } from "./context.js";
 import { bool, checkKeys, int, optionalObject, str } from "./validate.js";
@@ -16,6 +19,12 @@ export interface LoadModelOptions {
   vocabOnly?: boolean;
   /** Called on the JS thread with load progress in [0, 1]. */
   onProgress?: (progress: number) => void;
+  /**
+   * ggml rpc-servers ("host:port") whose devices take the offloaded layers (`gpuLayers`), split
+   * as llama.cpp's `--rpc` splits them. rpc-server has no authentication: loopback or a private
+   * network only (docs/scale-out.md).
+   */
+  rpcServers?: string[];
   /**
    * Which compute backend holds the model: "cpu", "cuda", "vulkan", "metal", or "auto" (default:
    * the one `systemInfo().backend` names, chosen at load: CUDA, Vulkan, Metal, then CPU). A GPU
@@ -40,7 +49,7 @@ export interface PieceOptions {
 const TOKEN_ATTR_CONTROL = 1 << 3;
 const TOKEN_ATTR_USER_DEFINED = 1 << 4;
 
-const loadKeys = ["gpuLayers", "useMmap", "vocabOnly", "onProgress", "backend"] as const;
+const loadKeys = ["gpuLayers", "useMmap", "vocabOnly", "onProgress", "rpcServers", "backend"] as const;
 
 /** Loads a GGUF model off the JS thread. Errors: ERR_MODEL_NOT_FOUND, ERR_MODEL_NOT_GGUF,
  * ERR_MODEL_CORRUPT (truncated/corrupt), ERR_MODEL_UNSUPPORTED (architecture), ERR_MODEL_LOAD. */
@@ -56,15 +65,24 @@ export async function loadModel(path: string, options?: LoadModelOptions): Promi
   const onProgress = o.onProgress as ((progress: number) => void) | undefined;
   const backend = parseBackend(o.backend, "backend");
   const full = resolve(path);
-  let native: NativeModel;
-  try {
-    const module = binding();
-    const devices = devicesFor(backend);
-    native = await module.loadModel(full, { gpuLayers, useMmap, vocabOnly, devices }, onProgress);
-  } catch (error) {
-    throw fromNative(error, full);
-  }
-  return new Model(native, full);
+  // What would make llama.cpp's loader abort the process is a coded error here (lib/gguf/validate.ts).
+  if ((await stat(full).catch(() => null))?.isFile()) await readGgufFile(full, { validate: true, vocabOnly });
+  return withRpcServers(o.rpcServers, vocabOnly, async (rpcServers) => {
+    let native: NativeModel;
+    try {
+      const devices = devicesFor(backend);
+      native = await binding().loadModel(full, { gpuLayers, useMmap, vocabOnly, devices, ...(rpcServers.length > 0 ? { rpcServers } : {}) }, onProgress);
+    } catch (error) {
+      throw fromNative(error, full);
+    }
+    const model = new Model(native, full);
+    // tokenizing with addSpecial would GGML_ASSERT on the missing id
+    if ((model.addBos && model.bos === null) || (model.addEos && model.eos === null)) {
+      model.dispose();
+      throw new LlamapegError("ERR_MODEL_CORRUPT", `${full}: the tokenizer adds ${model.addBos && model.bos === null ? "BOS" : "EOS"} but the vocabulary has no such token`, { where: full });
+    }
+    return model;
+  });
 }
 
 export class Model {
@@ -147,6 +165,12 @@ export class Model {
     return (attributes & (TOKEN_ATTR_CONTROL | TOKEN_ATTR_USER_DEFINED)) !== 0;
   }
 
+  /** The token's llama_token_attr bits (llama.h: UNKNOWN 1, CONTROL 8, USER_DEFINED 16, LSTRIP 128, RSTRIP 256...). */
+  tokenAttributes(token: number): number {
+    const native = this.#live();
+    return callNative(() => native.tokenAttributes(this.#token(token)));
+  }
+
   tokenize(text: string, options?: TokenizeOptions): Int32Array {
     str(text, "text");
     const o = optionalObject(options, "options");
@@ -154,7 +178,12 @@ export class Model {
     const addSpecial = bool(o.addSpecial, "addSpecial", false);
     const parseSpecial = bool(o.parseSpecial, "parseSpecial", false);
     const native = this.#live();
-    return callNative(() => native.tokenize(text, addSpecial, parseSpecial));
+    const ids = callNative(() => native.tokenize(text, addSpecial, parseSpecial));
+    // a vocabulary that does not fit its tokenizer type (an RWKV table of GPT-2 strings) yields -1
+    for (const id of ids) {
+      if (id < 0) throw new LlamapegError("ERR_MODEL_UNSUPPORTED", `the model's tokenizer cannot tokenize this text (it produced token id ${id})`, { where: this.path });
+    }
+    return ids;
   }
 
   /** The bytes of one token. A piece may hold only part of a UTF-8 character. */

@@ -14,6 +14,8 @@ export interface NativeLoadOptions {
   gpuLayers: number;
   useMmap: boolean;
   vocabOnly: boolean;
+  /** "host:port" of ggml rpc-servers whose devices take the offloaded layers. */
+  rpcServers?: string[];
   /** ggml device names to place the model on (lib/native/load.ts devicesFor); omitted: all loaded. */
   devices?: string[];
 }
@@ -55,6 +57,8 @@ export interface NativeGrammar {
   lazy: boolean;
   triggerPatterns: string[];
   triggerTokens: Int32Array;
+  /** Tokens the grammar accepts before sampling starts (the generation prompt's prefill). */
+  prefillTokens: Int32Array;
 }
 
 export interface NativeGenerateOptions {
