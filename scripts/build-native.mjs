@@ -16,7 +16,7 @@ import { availableParallelism } from "node:os";
 import { delimiter, dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createRequire } from "node:module";
-import { existsSync, statSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const require = createRequire(import.meta.url);
@@ -59,11 +59,24 @@ if (!env.npm_config_nodedir) {
 
 const cmakeJs = join(dirname(require.resolve("cmake-js/package.json")), "bin", "cmake-js");
 const jobs = process.env.LLAMAPEG_JOBS ?? String(availableParallelism());
-const backends = (process.env.LLAMAPEG_BUILD_BACKENDS ?? (process.platform === "darwin" ? "metal" : "")).replace(/,/g, ";");
+// never empty: cmake-js drops an empty -D, and the cached list of an earlier build would stay
+const backends = (process.env.LLAMAPEG_BUILD_BACKENDS || (process.platform === "darwin" ? "metal" : "cpu")).replace(/,/g, ";");
 const variants = /^(1|on|true|yes)$/i.test(process.env.LLAMAPEG_CPU_VARIANTS ?? "") ? "ON" : "OFF";
 const cmdArgs = ["build", "--directory", root, "--out", out, "--target", target, "--parallel", jobs,
   `--CDLLAMAPEG_BACKENDS=${backends}`, `--CDLLAMAPEG_CPU_VARIANTS=${variants}`];
 if (process.env.LLAMAPEG_DEBUG) cmdArgs.push("--debug");
+// `cmake-js build` configures only a new folder; a changed backend list needs a configure run
+const cached = cacheValues(join(out, "CMakeCache.txt"));
+const norm = (v) => (v ?? "").toLowerCase().split(";").filter((x) => x && x !== "cpu").sort().join(";");
+if (cached && (norm(cached.LLAMAPEG_BACKENDS) !== norm(backends) || (cached.LLAMAPEG_CPU_VARIANTS ?? "OFF").toUpperCase() !== variants)) {
+  log(`reconfiguring ${out}: backends ${cached.LLAMAPEG_BACKENDS || "cpu"} -> ${backends}, CPU variants ${cached.LLAMAPEG_CPU_VARIANTS} -> ${variants}`);
+  try {
+    execFileSync(process.execPath, [cmakeJs, "configure", ...cmdArgs.slice(1)], { stdio: "inherit", cwd: root, env });
+  } catch (error) {
+    log(`configuring failed (${error.status ?? error.message}); the message is above.`);
+    process.exit(1);
+  }
+}
 log(`cmake-js ${cmdArgs.join(" ")}`);
 try {
   execFileSync(process.execPath, [cmakeJs, ...cmdArgs], { stdio: "inherit", cwd: root, env });
@@ -74,6 +87,17 @@ try {
 }
 
 // ---------------------------------------------------------------------------------------------
+
+/** The LLAMAPEG_* entries of a CMake cache, or undefined when the folder is not configured. */
+function cacheValues(file) {
+  if (!existsSync(file)) return undefined;
+  const values = {};
+  for (const line of readFileSync(file, "utf8").split("\n")) {
+    const m = /^(LLAMAPEG_[A-Z_]+):[A-Z]+=(.*)$/.exec(line);
+    if (m) values[m[1]] = m[2];
+  }
+  return values;
+}
 
 /** The platform packages' name stem, as lib/native/load.ts computes it. */
 function platformKey() {

@@ -144,8 +144,9 @@ export function parseBackend(value: unknown, where: string): BackendName | undef
 
 /**
  * The ggml device names a model on `backend` goes to (undefined: the default backend). CPU: none
- * (llama.cpp always has the CPU). Undefined for a build with ggml linked in: every device. Loads that backend's module first if needed; throws
- * ERR_NATIVE_LOAD, naming what was tried, when it cannot be loaded or finds no device.
+ * (llama.cpp always has the CPU); undefined for a build with ggml linked in (every device). Loads
+ * that backend's module first if needed; throws ERR_NATIVE_LOAD, naming what was tried, when it
+ * cannot be loaded or finds no device.
  */
 export function devicesFor(backend: BackendName | undefined): string[] | undefined {
   const s = (state ??= load());

@@ -26,7 +26,10 @@ export interface FuzzSummary {
   argument: number;
   crashes: number;
   hangs: number;
+  /** Wall time of the slowest case (the shared machine's load inflates it). */
   maxMs: number;
+  /** CPU time of the costliest case (all threads of the child, native ones included). */
+  maxCpuMs: number;
   peakRssMb: number;
   /** The cases that crashed, hung or threw an uncoded error. */
   failures: { index: number; case: string; result: ChildResult }[];
@@ -60,9 +63,10 @@ export async function runFuzzClass(
     caseTimeoutMs: o.caseTimeoutMs ?? 30_000,
     env: { ...process.env, OMP_WAIT_POLICY: "passive" },
   });
-  const s: FuzzSummary = { class: name, raw: o.raw === true, cases: count, ok: 0, coded: 0, codes: {}, uncoded: 0, argument: 0, crashes: 0, hangs: 0, maxMs: 0, peakRssMb: 0, failures: [], slowest: [], peakRssCase: "" };
+  const s: FuzzSummary = { class: name, raw: o.raw === true, cases: count, ok: 0, coded: 0, codes: {}, uncoded: 0, argument: 0, crashes: 0, hangs: 0, maxMs: 0, maxCpuMs: 0, peakRssMb: 0, failures: [], slowest: [], peakRssCase: "" };
   results.forEach((res, index) => {
-    const r = res as ChildResult & { ms?: number; rssKb?: number; code?: string };
+    const r = res as ChildResult & { ms?: number; cpuMs?: number; rssKb?: number; code?: string };
+    if (typeof r.cpuMs === "number") s.maxCpuMs = Math.max(s.maxCpuMs, r.cpuMs);
     if (r.outcome === "ok") s.ok++;
     else if (r.outcome === "argument") s.argument++;
     else if (r.outcome === "coded") {
@@ -95,5 +99,5 @@ export async function runFuzzClass(
 }
 
 export function formatSummary(s: FuzzSummary): string {
-  return `${s.class}${s.raw ? " (no pre-checks)" : ""}: ${s.cases} cases, ${s.ok} ok, ${s.coded} coded errors ${JSON.stringify(s.codes)}, ${s.argument} argument errors, ${s.uncoded} uncoded, ${s.crashes} crashes, ${s.hangs} hangs; max ${s.maxMs.toFixed(0)} ms (${s.slowest.map((x) => `${x.case}: ${x.ms} ms`).join("; ")}), peak RSS ${s.peakRssMb} MB (${s.peakRssCase})`;
+  return `${s.class}${s.raw ? " (no pre-checks)" : ""}: ${s.cases} cases, ${s.ok} ok, ${s.coded} coded errors ${JSON.stringify(s.codes)}, ${s.argument} argument errors, ${s.uncoded} uncoded, ${s.crashes} crashes, ${s.hangs} hangs; max ${s.maxMs.toFixed(0)} ms wall, ${s.maxCpuMs.toFixed(0)} ms CPU (slowest: ${s.slowest.map((x) => `${x.case}: ${x.ms} ms`).join("; ")}), peak RSS ${s.peakRssMb} MB (${s.peakRssCase})`;
 }

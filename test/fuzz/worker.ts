@@ -12,6 +12,7 @@ const raw = mode === "raw";
 for (let i = Number(firstArg); i < cases.length; i++) {
   process.stdout.write(`S ${i}\n`);
   const t0 = process.hrtime.bigint();
+  const cpu0 = process.cpuUsage();
   let result: Record<string, unknown>;
   try {
     result = { outcome: "ok", ...((await cls.run(cases[i], { raw })) ?? {}) };
@@ -29,6 +30,8 @@ for (let i = Number(firstArg); i < cases.length; i++) {
           : { outcome: "uncoded", error: `${(e as Error)?.name}: ${message.slice(0, 300)}` };
   }
   result.ms = Number(process.hrtime.bigint() - t0) / 1e6;
+  const cpu = process.cpuUsage(cpu0);
+  result.cpuMs = (cpu.user + cpu.system) / 1000;
   result.rssKb = process.resourceUsage().maxRSS;
   process.stdout.write(`R ${i} ${JSON.stringify(result)}\n`);
 }

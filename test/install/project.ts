@@ -1,5 +1,5 @@
 /**
- * A throw-away npm project that installs the packed llamapeg and a platform package the way a
+ * A throw-away npm project that installs the packed llamapeg and platform packages the way a
  * user's project does, with nothing else on PATH than node, npm and sh (no compiler, no cmake, no
  * git), offline: its package-lock.json names the two tarballs and takes llamapeg's dependencies
  * from this repository's lock (npm ci put exactly those tarballs into the npm cache).
@@ -52,13 +52,14 @@ function integrity(file: string): string {
 
 /** Writes package.json and package-lock.json for `npm ci` of the tarballs into `dir` (no platform
  * tarball: llamapeg alone, as on a platform without prebuilt binaries). */
-export function writeProject(dir: string, repoRoot: string, tarballs: { main: string; platform?: string }): void {
+export function writeProject(dir: string, repoRoot: string, tarballs: { main: string; platform?: string; more?: string[] }): void {
   mkdirSync(dir, { recursive: true });
   const main = tarballManifest(tarballs.main);
-  const platform = tarballs.platform ? tarballManifest(tarballs.platform) : undefined;
+  const platformFiles = [...(tarballs.platform ? [tarballs.platform] : []), ...(tarballs.more ?? [])];
+  const platforms = platformFiles.map((file) => ({ file, manifest: tarballManifest(file) }));
   const spec = (file: string) => `file:${relative(dir, file).split("\\").join("/")}`;
   const deps: Record<string, string> = { llamapeg: spec(tarballs.main) };
-  if (platform) deps[platform.name as string] = spec(tarballs.platform!);
+  for (const p of platforms) deps[p.manifest.name as string] = spec(p.file);
   const name = "llamapeg-install-test";
   writeFileSync(join(dir, "package.json"), JSON.stringify({ name, version: "1.0.0", private: true, dependencies: deps }, null, 2));
 
@@ -71,14 +72,14 @@ export function writeProject(dir: string, repoRoot: string, tarballs: { main: st
     integrity: integrity(tarballs.main),
     hasInstallScript: true,
     // with no platform tarball, the platform packages are as absent as on an unsupported platform
-    ...pick(["license", "dependencies", ...(platform ? ["optionalDependencies"] : []), "bin", "engines"]),
+    ...pick(["license", "dependencies", ...(platforms.length ? ["optionalDependencies"] : []), "bin", "engines"]),
   };
-  if (platform) {
-    packages[`node_modules/${platform.name as string}`] = {
-      version: platform.version as string,
-      resolved: spec(tarballs.platform!),
-      integrity: integrity(tarballs.platform!),
-      ...Object.fromEntries(["license", "os", "cpu", "libc", "engines"].filter((k) => platform[k] !== undefined).map((k) => [k, platform[k]])),
+  for (const { file, manifest: m } of platforms) {
+    packages[`node_modules/${m.name as string}`] = {
+      version: m.version as string,
+      resolved: spec(file),
+      integrity: integrity(file),
+      ...Object.fromEntries(["license", "os", "cpu", "libc", "engines"].filter((k) => m[k] !== undefined).map((k) => [k, m[k]])),
     };
   }
   for (const [path, entry] of Object.entries(repoLock.packages)) {
