@@ -37,6 +37,12 @@ const PLATFORM_PACKAGES = [
   "darwin-arm64",
   "win32-x64", "win32-x64-vulkan", "win32-x64-cuda",
 ].map((p) => `@llamapeg/${p}`);
+// What the main package installs by itself: the base package of each platform (addon, ggml, CPU
+// variants; Metal on macOS). GPU modules are opt-in (`npm install @llamapeg/linux-x64-vulkan`):
+// npm installs every optional dependency whose os/cpu/libc match, so listing them would put
+// 37 MB of Vulkan (and far more CUDA) on every Linux machine, GPU or not. The loader finds a GPU
+// package once it is installed, and its errors name the command.
+const DEFAULT_PACKAGES = PLATFORM_PACKAGES.filter((p) => !/-(vulkan|cuda)$/.test(p));
 const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8"));
 const log = (message) => console.error(`[llamapeg prebuild] ${message}`);
 
@@ -173,7 +179,7 @@ function packMain(dest) {
     const manifestPath = join(work, "package", "package.json");
     const manifest = JSON.parse(readFileSync(manifestPath, "utf8"));
     const only = option("--platforms", "");
-    const listed = only ? only.split(",").map((p) => `@llamapeg/${p.trim()}`) : PLATFORM_PACKAGES;
+    const listed = only ? only.split(",").map((p) => `@llamapeg/${p.trim()}`) : DEFAULT_PACKAGES;
     for (const p of listed) if (!PLATFORM_PACKAGES.includes(p)) fail(`--platforms: ${p} is not a platform package`);
     manifest.optionalDependencies = Object.fromEntries(listed.map((p) => [p, manifest.version]));
     writeFileSync(manifestPath, JSON.stringify(manifest, null, 2) + "\n");
