@@ -62,7 +62,6 @@ export {
   SSE_DONE,
   toOpenAIError,
   normalizeChatRequest,
-  clearPlanCache,
   validateJson,
 } from "./openai/index.js";
 export type {

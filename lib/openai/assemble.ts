@@ -8,7 +8,6 @@ import type { ChatPlan } from "../chat/plan.js";
 import type { ChatFrame } from "../chat/session.js";
 import { randomBytes } from "node:crypto";
 import { chunk, completion, deltaChunks, eventChunk, usageChunk, type CompletionMeta } from "./shape.js";
-import { AlternativeParser } from "./plan.js";
 import { StopMatcher } from "./stops.js";
 import type { ChatCompletion, ChatCompletionChunk, FinishReason, LlamapegCompletionInfo } from "./types.js";
 
@@ -53,8 +52,7 @@ export class CompletionAssembler {
     this.warnings = options.warnings;
     this.stops = new StopMatcher([...options.stops, ...plan.additionalStops]);
     const given = options.toolCallIds;
-    const own = plan.parser instanceof AlternativeParser ? { ...plan, parser: plan.parser.forOneOutput() } : plan;
-    this.session = new ChatSession(own, {
+    this.session = new ChatSession(plan, {
       generateToolCallId: (i) => (this.toolCallIds[i] = given?.[i] ?? randomId("call_")),
     });
   }
@@ -76,7 +74,7 @@ export class CompletionAssembler {
   finish(summary: GenerationSummary, includeUsage: boolean): { chunks: ChatCompletionChunk[]; completion: ChatCompletion } {
     const chunks: ChatCompletionChunk[] = [];
     for (const p of this.stops.flush()) chunks.push(...this.frameChunks(this.session.feed(p.bytes, p.token)));
-    const final = this.session.finish();
+    const final = this.session.finish(undefined, undefined, { truncated: summary.stopReason !== "eog" || this.stops.matched !== null });
     chunks.push(...this.frameChunks(final));
     const message = final.message;
     const reason: FinishReason =

@@ -25,7 +25,7 @@ export interface ChatCompletionStream extends AsyncIterable<ChatCompletionChunk>
 /** The template: the request's, else the model's `tool_use` variant when tools are offered, else its default. */
 function templateFor(info: TargetChatInfo, r: NormalizedChatRequest): string {
   if (r.chatTemplate !== undefined) return r.chatTemplate;
-  const named = r.tools.length > 0 && r.toolChoice !== "none" ? (info.toolUseTemplate ?? null) : null;
+  const named = (r.chat.tools?.length ?? 0) > 0 && r.chat.toolChoice !== "none" ? (info.toolUseTemplate ?? null) : null;
   const t = named ?? info.chatTemplate;
   if (t === null) throw new LlamapegError("ERR_INVALID_REQUEST", "chat_template: the model has no tokenizer.chat_template; pass one", { where: "chat_template" });
   return t;

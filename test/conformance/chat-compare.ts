@@ -2,7 +2,9 @@
  * Helpers for comparing the chat layer with the reference harness: message and diff shapes of
  * `chat.parse` / `chat.diff`, normalized so both sides compare field by field.
  */
+import type { AppliedChatPlan } from "../../lib/chat/apply/index.js";
 import type { AssistantMessage, ChatDelta } from "../../lib/chat/messages.js";
+import { PegArena } from "../../lib/peg/arena.js";
 
 /** The harness's `msg` (common_chat_msg as JSON). */
 export interface RefMsg {
@@ -177,8 +179,9 @@ function bodyRefs(body: string, rename?: (name: string) => string): { refs: stri
 }
 
 /**
- * GBNF with the node-id rule names renamed by first use in a walk from `root` (breadth first, in
- * reference order), lines sorted again: the same grammar text whatever ids the nodes had.
+ * GBNF with the node-id rule names renamed by first use in a walk from `root` and then the other
+ * named rules (breadth first, in reference order), lines sorted again: the same grammar text
+ * whatever ids the nodes had.
  */
 export function canonicalGbnf(gbnf: string): string {
   const rules = new Map<string, string>();
@@ -190,8 +193,11 @@ export function canonicalGbnf(gbnf: string): string {
   }
   const base = new Map<string, string>();
   const counters = { until: 0, ac: 0 } as Record<string, number>;
-  const seen = new Set<string>(["root"]);
-  const queue = ["root"];
+  // from root, then from the other named rules (a rule the export keeps but no body references,
+  // such as the child of an `ac` node, still names its own id rules)
+  const starts = ["root", ...[...rules.keys()].filter((n) => n !== "root" && !ID_RULE.test(n)).sort()];
+  const seen = new Set<string>(starts);
+  const queue = [...starts];
   while (queue.length > 0) {
     const name = queue.shift()!;
     const body = rules.get(name);
@@ -217,4 +223,15 @@ export function canonicalGbnf(gbnf: string): string {
     return a < b ? -1 : a > b ? 1 : 0;
   });
   return `${lines.join("\n")}\n`;
+}
+
+/**
+ * The GBNF a plan's tree exports, computed through the public arena API alone: the eager grammar
+ * from `plan.grammarRoot`, the lazy one from the trigger rules; `schemas` are the request's tool
+ * parameter schemas and response schema. null when the plan has no grammar from its tree.
+ */
+export function treeGrammar(plan: AppliedChatPlan, schemas: readonly unknown[]): string | null {
+  if (!plan.grammarLazy && plan.grammarRoot < 0) return null;
+  const arena = new PegArena(plan.parser.nodes, plan.parser.rules, plan.grammarLazy ? plan.parser.root : plan.grammarRoot);
+  return arena.toGbnf({ lazy: plan.grammarLazy, resolveRefs: schemas });
 }

@@ -11,6 +11,7 @@ import { parseChatOutput } from "../../lib/chat/parse.js";
 import { ChatSession } from "../../lib/chat/session.js";
 import { toolFunctions, toolParameters } from "../../lib/chat/tools.js";
 import { LlamapegError } from "../../lib/errors.js";
+import { treeGrammar } from "../conformance/chat-compare.js";
 
 const FIX = path.resolve(import.meta.dirname, "../fixtures/apply");
 const tpl = (name: string) => fs.readFileSync(path.join(FIX, name), "utf8");
@@ -63,6 +64,21 @@ describe("applyChatTemplate: plan fields", () => {
     }
   });
 
+  it("named tool, calls only, tools + a response schema: the grammar is still the GBNF of the plan's own tree", () => {
+    const schema = { type: "object", properties: { temp: { type: "integer" } }, required: ["temp"] };
+    const refs = [...toolFunctions([WEATHER]).map(toolParameters), schema];
+    const plans = [
+      applyChatTemplate(TOOLS_THINK, { ...base, tools: [WEATHER], tool_choice: { type: "function", function: { name: "get_weather" } } }),
+      applyChatTemplate(TOOLS_THINK, { ...base, tools: [WEATHER], tool_choice: "required", calls_only: true }),
+      applyChatTemplate(TOOLS_THINK, { ...base, tools: [WEATHER], response_format: { type: "json_schema", json_schema: { schema } } }),
+    ];
+    for (const plan of plans) {
+      expect(plan.grammarRoot).toBeGreaterThanOrEqual(0);
+      expect(plan.grammar).toBe(treeGrammar(plan, refs));
+      expect(plan.grammarPrefill).toBe(plan.generationPrompt);
+    }
+  });
+
   it("tool_choice required: the grammar applies from the start, no triggers", () => {
     const plan = applyChatTemplate(TOOLS_THINK, { ...base, tools: [WEATHER], tool_choice: "required" });
     expect(plan.grammarLazy).toBe(false);
@@ -83,7 +99,7 @@ describe("applyChatTemplate: plan fields", () => {
     expect(msg.tool_calls).toEqual([]);
   });
 
-  it("a JSON-schema response takes precedence over tools and is never lazy", () => {
+  it("a JSON-schema response beside tools: the answer is the schema's JSON or a call, never lazy", () => {
     const schema = { type: "object", properties: { temp: { type: "integer" } }, required: ["temp"] };
     const plan = applyChatTemplate(TOOLS_THINK, {
       ...base,
@@ -95,7 +111,10 @@ describe("applyChatTemplate: plan fields", () => {
     expect(plan.grammarTriggers).toEqual([]);
     expect(plan.grammar).toContain("temp");
     expect(parseChatOutput(plan, '{"temp": 21}').content).toBe('{"temp": 21}');
-    expect(() => parseChatOutput(plan, CALL)).toThrow(LlamapegError);
+    expect(parseChatOutput(plan, CALL).tool_calls.map((c) => c.function.name)).toEqual(["get_weather"]);
+    // without tools the schema alone applies
+    const alone = applyChatTemplate(TOOLS_THINK, { ...base, response_format: { type: "json_schema", json_schema: { schema } } });
+    expect(() => parseChatOutput(alone, CALL)).toThrow(LlamapegError);
   });
 
   it("reasoning_format none leaves the reasoning in the content", () => {

@@ -16,6 +16,34 @@ export type ChatPegInput = PegParser | string;
 export type LazyPegInput = ChatPegInput | (() => PegParser);
 
 export class ChatPegBuilder extends PegBuilder {
+  #rulePrefix = "";
+
+  /**
+   * Builds `fn`'s nodes with every rule name (definitions and references) prefixed, so that two
+   * output trees can share one arena without their rules clashing. `prefix`: [a-zA-Z0-9-] only.
+   */
+  withRulePrefix<T>(prefix: string, fn: () => T): T {
+    const outer = this.#rulePrefix;
+    this.#rulePrefix = prefix;
+    try {
+      return fn();
+    } finally {
+      this.#rulePrefix = outer;
+    }
+  }
+
+  #scoped(name: string): string {
+    return this.#rulePrefix === "" || name.startsWith(this.#rulePrefix) ? name : this.#rulePrefix + name;
+  }
+
+  override rule(name: string, p: Parameters<PegBuilder["rule"]>[1], trigger = false): PegParser {
+    return super.rule(this.#scoped(name), p, trigger);
+  }
+
+  override ref(name: string): PegParser {
+    return super.ref(this.#scoped(name));
+  }
+
   /** A string becomes a literal; a parser is returned as is. */
   lit(p: ChatPegInput): PegParser {
     return typeof p === "string" ? this.literal(p) : p;

@@ -15,13 +15,8 @@ export function renderChatTemplate(source: string, request: ChatRenderRequest): 
   const prepared = prepareChatContext(source, request);
   const agp = request.add_generation_prompt ?? true;
   const vars = agp ? { ...prepared.variables, add_generation_prompt: true } : prepared.variables;
-  let prompt = prepared.finish(renderTemplate(prepared.source, vars, { now: request.now ?? new Date() }));
-  if (prepared.specialized === "gpt-oss" && !agp) {
-    // during inference the last turn must end with <|end|>, not the training-time <|return|>
-    const at = prompt.lastIndexOf("<|return|>");
-    if (at !== -1) prompt = prompt.slice(0, at) + "<|end|>" + prompt.slice(at + "<|return|>".length);
-  }
-  return prompt;
+  // the family's last fix (GPT-OSS ends an inference prompt's last turn with <|end|>)
+  return prepared.finishPrompt(prepared.finish(renderTemplate(prepared.source, vars, { now: request.now ?? new Date() })), agp);
 }
 
 /**

@@ -4,9 +4,9 @@
  * makes that one tool take any JSON object as arguments (with a warning). The other tools keep their
  * exact grammars.
  */
-import type { ChatTool } from "../chat/tools.js";
-import { LlamapegError } from "../errors.js";
-import { compileJsonSchema } from "../json-schema/index.js";
+import { LlamapegError } from "../../errors.js";
+import { compileJsonSchema } from "../../json-schema/index.js";
+import type { ChatTool } from "../tools.js";
 
 const PERMISSIVE = { type: "object" } as const;
 
@@ -46,14 +46,9 @@ export function enforceableSchema(schema: Record<string, unknown>, where: string
   return copy;
 }
 
-export interface SanitizedTools {
-  tools: ChatTool[];
-  warnings: string[];
-}
-
-export function sanitizeToolSchemas(tools: readonly ChatTool[]): SanitizedTools {
-  const warnings: string[] = [];
-  const out = tools.map((tool, i) => {
+/** The tools with schemas the grammar can enforce (warnings added to `warnings`). */
+export function sanitizeToolSchemas(tools: readonly ChatTool[], warnings: string[]): ChatTool[] {
+  return tools.map((tool, i) => {
     const params = tool.function.parameters;
     if (params === undefined) return tool;
     const where = `tools[${i}].function.parameters (${tool.function.name})`;
@@ -67,5 +62,19 @@ export function sanitizeToolSchemas(tools: readonly ChatTool[]): SanitizedTools 
       return { ...tool, function: { ...tool.function, parameters: { ...PERMISSIVE } } };
     }
   });
-  return { tools: out, warnings };
+}
+
+/**
+ * The response schema without the keywords the grammar cannot enforce (with warnings); a schema
+ * that cannot be compiled at all is a request error naming `where`.
+ */
+export function enforceableResponseSchema(schema: Record<string, unknown>, where: string, warnings: string[]): Record<string, unknown> {
+  try {
+    const out = enforceableSchema(schema, where, warnings);
+    compileJsonSchema(out);
+    return out;
+  } catch (e) {
+    if (e instanceof LlamapegError) throw new LlamapegError("ERR_INVALID_REQUEST", `${where}: ${e.message}`, { where, cause: e });
+    throw e;
+  }
 }
