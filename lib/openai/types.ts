@@ -2,10 +2,10 @@
  * The OpenAI Chat Completions shapes llamapeg reads and writes (the subset it implements), plus the
  * llamapeg extensions, which are marked as such.
  */
+import type { ReasoningFormat, ResponseFormat, ToolChoice } from "../chat/apply/index.js";
 import type { ChatTool } from "../chat/tools.js";
-import type { ReasoningFormat } from "../chat/apply/index.js";
 
-export type ToolChoice = "auto" | "required" | "none" | { type: "function"; function: { name: string } };
+export type { ToolChoice };
 
 export interface ChatCompletionRequest {
   messages: unknown[];
@@ -15,7 +15,8 @@ export interface ChatCompletionRequest {
   tool_choice?: ToolChoice;
   /** Default false (llama.cpp's default; OpenAI's is true). */
   parallel_tool_calls?: boolean;
-  response_format?: { type: "text" } | { type: "json_object"; schema?: Record<string, unknown> } | { type: "json_schema"; json_schema: { name?: string; schema?: Record<string, unknown>; strict?: boolean } };
+  /** `json_object`: a JSON object; `json_schema`: JSON valid against `json_schema.schema`. */
+  response_format?: ResponseFormat | null;
   max_tokens?: number | null;
   max_completion_tokens?: number | null;
   temperature?: number | null;
@@ -33,8 +34,9 @@ export interface ChatCompletionRequest {
   /** llamapeg: sample without the grammar (the output is still parsed). */
   grammar?: false;
   /**
-   * llamapeg: with tool_choice "required" or a named function, the output is the calls alone (no text
-   * before them). Default: true for a named function, false for "required" (llama.cpp's behaviour).
+   * llamapeg: with tool_choice "required" or a named function, the grammar allows the calls alone
+   * (after the reasoning block where the format has one), no text before them. Default: true for a
+   * named function, false for "required" (llama.cpp's behaviour).
    */
   calls_only?: boolean;
   /** llamapeg: aborts the generation. */
