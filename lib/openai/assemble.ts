@@ -4,24 +4,13 @@
  * same objects bit for bit.
  */
 import { ChatSession } from "../chat/session.js";
+import type { GenerationStats } from "../llama/generation.js";
 import type { ChatPlan } from "../chat/plan.js";
 import type { ChatFrame } from "../chat/session.js";
 import { randomBytes } from "node:crypto";
 import { chunk, completion, deltaChunks, eventChunk, usageChunk, type CompletionMeta } from "./shape.js";
 import { StopMatcher } from "./stops.js";
 import type { ChatCompletion, ChatCompletionChunk, FinishReason, LlamapegCompletionInfo } from "./types.js";
-
-/** What the generation reported at its end (the native stats, or a record's copy). */
-export interface GenerationSummary {
-  /** "eog" | "length" | "stop" | "abort" */
-  stopReason: string;
-  promptTokens: number;
-  reusedTokens: number;
-  generatedTokens: number;
-  promptMs: number;
-  generateMs: number;
-  sampleMs: number;
-}
 
 export interface AssemblerOptions {
   stops: readonly string[];
@@ -71,7 +60,7 @@ export class CompletionAssembler {
   }
 
   /** Ends the output: the last deltas, the finish chunk, the optional usage chunk, and the completion. */
-  finish(summary: GenerationSummary, includeUsage: boolean): { chunks: ChatCompletionChunk[]; completion: ChatCompletion } {
+  finish(summary: GenerationStats, includeUsage: boolean): { chunks: ChatCompletionChunk[]; completion: ChatCompletion } {
     const chunks: ChatCompletionChunk[] = [];
     for (const p of this.stops.flush()) chunks.push(...this.frameChunks(this.session.feed(p.bytes, p.token)));
     const final = this.session.finish(undefined, undefined, { truncated: summary.stopReason !== "eog" || this.stops.matched !== null });

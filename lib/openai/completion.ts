@@ -5,7 +5,8 @@
  * model's chat template (or `chat_template`); a local context reuses the KV prefix it holds.
  */
 import { LlamapegError } from "../errors.js";
-import { CompletionAssembler, randomId, type GenerationSummary } from "./assemble.js";
+import type { GenerationStats } from "../llama/generation.js";
+import { CompletionAssembler, randomId } from "./assemble.js";
 import { buildCompletionPlan, type CompletionPlan } from "./plan.js";
 import { normalizeChatRequest, type NormalizedChatRequest } from "./request.js";
 import { RECORD_VERSION, type CompletionRecord } from "./record.js";
@@ -99,7 +100,7 @@ async function* run(prepared: Prepared | Promise<Prepared>, onRecord: Completion
     const reason = p.r.signal?.reason;
     throw new LlamapegError("ERR_ABORTED", `the completion was aborted after ${tokens.length} tokens${reason !== undefined ? `: ${String(reason instanceof Error ? reason.message : reason)}` : ""}`);
   }
-  const summary: GenerationSummary = {
+  const summary: GenerationStats = {
     stopReason: stoppedByString ? "stop" : stats.stopReason,
     promptTokens: stats.promptTokens,
     reusedTokens: stats.reusedTokens,

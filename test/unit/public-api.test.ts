@@ -39,7 +39,8 @@ function describeSymbol(checker: ts.TypeChecker, exported: ts.Symbol): string {
       });
     return `class ${exported.name} {\n${members.join("\n")}\n}`;
   }
-  if (ts.isInterfaceDeclaration(decl) || ts.isTypeAliasDeclaration(decl)) return text(decl).replace(/^export /, "");
+  if (ts.isTypeAliasDeclaration(decl)) return `type ${exported.name} = ${checker.typeToString(checker.getDeclaredTypeOfSymbol(sym), decl, FLAGS | ts.TypeFormatFlags.InTypeAlias)}`;
+  if (ts.isInterfaceDeclaration(decl)) return text(decl).replace(/^export /, "");
   return `${exported.name}: ${checker.typeToString(checker.getTypeOfSymbolAtLocation(sym, decl), decl, FLAGS)}`;
 }
 
