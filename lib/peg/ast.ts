@@ -3,6 +3,7 @@
  * `common_peg_ast_arena`. Text is sliced from the input bytes on demand and decoded with U+FFFD for
  * ill-formed or cut sequences, so it never holds half a character; `start`/`end` stay exact byte offsets.
  */
+import { ArgumentRangeError } from "../errors.js";
 import { invalidUtf8Ranges, utf8DecodeLossy } from "./utf8.js";
 
 export type PegAstId = number;
@@ -88,7 +89,7 @@ export class PegAst {
   }
 
   private check(id: PegAstId): void {
-    if (!(id >= 0 && id < this.count)) throw new RangeError(`no AST node ${id}`);
+    if (!(id >= 0 && id < this.count)) throw new ArgumentRangeError(`no AST node ${id}`);
   }
 
   rule(id: PegAstId): string {
