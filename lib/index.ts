@@ -28,6 +28,8 @@ export type {
 
 // OpenAI-style chat completions on a target (a Context, a Sequence, a remote backend)
 export { createChatCompletion, replayCompletion, writeSSE, toOpenAIError } from "./openai/index.js";
+// the same completions on llama-server processes
+export { connectLlamaServer, RemoteError, type LlamaServerBackend, type LlamaServerOptions, type Strategy as LlamaServerStrategy } from "./remote/index.js";
 export type {
   ChatCompletionRequest,
   ChatCompletion,

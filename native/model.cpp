@@ -12,6 +12,7 @@
 #include "common.h"
 #include "context.h"
 #include "log.h"
+#include "rpc.h"
 
 namespace lp {
 
@@ -40,6 +41,7 @@ struct LoadParams {
   int32_t gpuLayers = 0;
   bool useMmap = true;
   bool vocabOnly = false;
+  std::vector<std::string> rpcServers;  // "host:port" of ggml rpc-servers (checked by the JS side)
 };
 
 std::string Trim(std::string s) {
@@ -127,6 +129,15 @@ class LoadModelWorker : public Napi::AsyncProgressWorker<float> {
         return true;
       };
       mp.progress_callback_user_data = const_cast<ExecutionProgress*>(prog);
+      std::vector<ggml_backend_dev_t> devices;
+      if (!params_.rpcServers.empty()) {
+        error_ = RpcDevices(params_.rpcServers, &devices);
+        if (!error_.ok()) {
+          core_.reset();
+          return;
+        }
+        mp.devices = devices.data();
+      }
 
       LogCapture capture;
       llama_model* model = llama_model_load_from_file(params_.path.c_str(), mp);
@@ -194,6 +205,11 @@ Napi::Value LoadModel(const Napi::CallbackInfo& info) {
     p.gpuLayers = o.Get("gpuLayers").As<Napi::Number>().Int32Value();
     p.useMmap = o.Get("useMmap").As<Napi::Boolean>().Value();
     p.vocabOnly = o.Get("vocabOnly").As<Napi::Boolean>().Value();
+    Napi::Value rpc = o.Get("rpcServers");
+    if (rpc.IsArray()) {
+      Napi::Array a = rpc.As<Napi::Array>();
+      for (uint32_t i = 0; i < a.Length(); i++) p.rpcServers.push_back(a.Get(i).ToString().Utf8Value());
+    }
     Napi::Function onProgress;
     if (info.Length() > 2 && info[2].IsFunction()) onProgress = info[2].As<Napi::Function>();
     auto* worker = new LoadModelWorker(env, std::move(p), onProgress);

@@ -3,6 +3,7 @@ import { resolve } from "node:path";
 
 import { LlamapegError, ArgumentTypeError, ArgumentRangeError } from "../errors.js";
 import { binding, callNative, fromNative, type GgufMetadataValue, type NativeModel, type NativeModelInfo } from "../native/binding.js";
+import { withRpcServers } from "../remote/rpc.js";
 import { Context, type ContextOptions } from "./context.js";
 import { bool, checkKeys, int, optionalObject, str } from "./validate.js";
 
@@ -15,6 +16,12 @@ export interface LoadModelOptions {
   vocabOnly?: boolean;
   /** Called on the JS thread with load progress in [0, 1]. */
   onProgress?: (progress: number) => void;
+  /**
+   * ggml rpc-servers ("host:port") whose devices take the offloaded layers (`gpuLayers`), split
+   * as llama.cpp's `--rpc` splits them. rpc-server has no authentication: loopback or a private
+   * network only (docs/scale-out.md).
+   */
+  rpcServers?: string[];
 }
 
 export interface TokenizeOptions {
@@ -33,7 +40,7 @@ export interface PieceOptions {
 const TOKEN_ATTR_CONTROL = 1 << 3;
 const TOKEN_ATTR_USER_DEFINED = 1 << 4;
 
-const loadKeys = ["gpuLayers", "useMmap", "vocabOnly", "onProgress"] as const;
+const loadKeys = ["gpuLayers", "useMmap", "vocabOnly", "onProgress", "rpcServers"] as const;
 
 /** Loads a GGUF model off the JS thread. Errors: ERR_MODEL_NOT_FOUND, ERR_MODEL_NOT_GGUF,
  * ERR_MODEL_CORRUPT (truncated/corrupt), ERR_MODEL_UNSUPPORTED (architecture), ERR_MODEL_LOAD. */
@@ -48,13 +55,15 @@ export async function loadModel(path: string, options?: LoadModelOptions): Promi
   if (o.onProgress !== undefined && typeof o.onProgress !== "function") throw new ArgumentTypeError("onProgress must be a function");
   const onProgress = o.onProgress as ((progress: number) => void) | undefined;
   const full = resolve(path);
-  let native: NativeModel;
-  try {
-    native = await binding().loadModel(full, { gpuLayers, useMmap, vocabOnly }, onProgress);
-  } catch (error) {
-    throw fromNative(error, full);
-  }
-  return new Model(native, full);
+  return withRpcServers(o.rpcServers, vocabOnly, async (rpcServers) => {
+    let native: NativeModel;
+    try {
+      native = await binding().loadModel(full, { gpuLayers, useMmap, vocabOnly, ...(rpcServers.length > 0 ? { rpcServers } : {}) }, onProgress);
+    } catch (error) {
+      throw fromNative(error, full);
+    }
+    return new Model(native, full);
+  });
 }
 
 export class Model {
@@ -135,6 +144,12 @@ export class Model {
     const native = this.#live();
     const attributes = callNative(() => native.tokenAttributes(this.#token(token)));
     return (attributes & (TOKEN_ATTR_CONTROL | TOKEN_ATTR_USER_DEFINED)) !== 0;
+  }
+
+  /** The token's llama_token_attr bits (llama.h: UNKNOWN 1, CONTROL 8, USER_DEFINED 16, LSTRIP 128, RSTRIP 256...). */
+  tokenAttributes(token: number): number {
+    const native = this.#live();
+    return callNative(() => native.tokenAttributes(this.#token(token)));
   }
 
   tokenize(text: string, options?: TokenizeOptions): Int32Array {

@@ -17,6 +17,8 @@ export interface NativeLoadOptions {
   gpuLayers: number;
   useMmap: boolean;
   vocabOnly: boolean;
+  /** "host:port" of ggml rpc-servers whose devices take the offloaded layers. */
+  rpcServers?: string[];
 }
 
 export interface NativeModelInfo {

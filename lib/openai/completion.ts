@@ -4,6 +4,8 @@
  * first (ERR_INVALID_REQUEST naming the field, before anything is sampled); the plan comes from the
  * model's chat template (or `chat_template`); a local context reuses the KV prefix it holds.
  */
+import { segmentByteRanges } from "../chat/prompt.js";
+import type { TemplateLimits } from "../chat/template/limits.js";
 import { LlamapegError } from "../errors.js";
 import type { GenerationStats } from "../llama/generation.js";
 import { CompletionAssembler, randomId } from "./assemble.js";
@@ -16,6 +18,13 @@ import type { ChatCompletion, ChatCompletionChunk, ChatCompletionRequest } from 
 export interface CompletionOptions {
   /** Receives the generation as a replayable record (plan, token ids, pieces) when it ends. */
   onRecord?: (record: CompletionRecord) => void;
+  /**
+   * Parse control-token text inside message values too (the old behaviour, and llama-server's).
+   * Default false: text from messages is never tokenized as control tokens.
+   */
+  specialTokensInMessages?: boolean;
+  /** Render budgets for the chat template (steps, output size, nesting); defaults in template/limits.ts. */
+  templateLimits?: TemplateLimits;
 }
 
 /** The chunks of a streamed completion; `completion` resolves to the assembled `chat.completion`. */
@@ -40,10 +49,11 @@ interface Prepared {
   meta: { id: string; created: number; model: string };
 }
 
-function prepareWith(target: CompletionTarget, r: NormalizedChatRequest, info: TargetChatInfo): Prepared {
-  const plan = buildCompletionPlan(templateFor(info, r), r, { bos: info.bos, eos: info.eos });
+function prepareWith(target: CompletionTarget, r: NormalizedChatRequest, info: TargetChatInfo, options: CompletionOptions): Prepared {
+  const plan = buildCompletionPlan(templateFor(info, r), r, { bos: info.bos, eos: info.eos }, options.templateLimits);
+  const segments = options.specialTokensInMessages === true ? [] : segmentByteRanges(plan.prompt, plan.promptSegments);
   const request: TargetRequest = {
-    prompt: { text: plan.prompt },
+    prompt: segments.length > 0 ? { text: plan.prompt, segments } : { text: plan.prompt },
     grammar: plan.grammar,
     preservedTokens: plan.chat.preservedTokens,
     ...(r.maxTokens !== undefined ? { maxTokens: r.maxTokens } : {}),
@@ -57,11 +67,11 @@ function prepareWith(target: CompletionTarget, r: NormalizedChatRequest, info: T
 }
 
 /** Checks the request and builds the plan: at once when the target answers `chatInfo()` synchronously. */
-function prepare(targetLike: CompletionTargetLike, request: ChatCompletionRequest): Prepared | Promise<Prepared> {
+function prepare(targetLike: CompletionTargetLike, request: ChatCompletionRequest, options: CompletionOptions): Prepared | Promise<Prepared> {
   const target = completionTarget(targetLike);
   const r = normalizeChatRequest(request);
   const info = target.chatInfo();
-  return info instanceof Promise ? info.then((i) => prepareWith(target, r, i)) : prepareWith(target, r, info);
+  return info instanceof Promise ? info.then((i) => prepareWith(target, r, i, options)) : prepareWith(target, r, info, options);
 }
 
 /** The shared loop: generation -> assembler -> chunks; the last value is the completion. */
@@ -140,14 +150,14 @@ export function createChatCompletion(target: CompletionTargetLike, request: Chat
 export function createChatCompletion(target: CompletionTargetLike, request: ChatCompletionRequest, options: CompletionOptions = {}): ChatCompletionStream | Promise<ChatCompletion> {
   if (request === null || typeof request !== "object" || request.stream !== true) {
     return (async () => {
-      const gen = run(prepare(target, request), options.onRecord);
+      const gen = run(prepare(target, request, options), options.onRecord);
       for (;;) {
         const step = await gen.next();
         if (step.done) return step.value;
       }
     })();
   }
-  const prepared = prepare(target, request);
+  const prepared = prepare(target, request, options);
   // An async target's failure surfaces on the first next(); it must not be an unhandled rejection.
   if (prepared instanceof Promise) prepared.catch(() => {});
   let settle!: { resolve: (c: ChatCompletion) => void; reject: (e: unknown) => void };

@@ -5,6 +5,8 @@
  */
 import { applyNormalized, type AppliedChatPlan } from "../chat/apply/index.js";
 import type { ChatPlan } from "../chat/plan.js";
+import type { PromptSegment } from "../chat/prompt.js";
+import type { TemplateLimits } from "../chat/template/limits.js";
 import { LlamapegError } from "../errors.js";
 import { PegArena } from "../peg/arena.js";
 import type { PegArenaJson } from "../peg/index.js";
@@ -29,6 +31,8 @@ export interface PlanRecord {
 
 export interface CompletionPlan {
   prompt: string;
+  /** The message text in `prompt` (tokenized without special-token parsing). */
+  promptSegments: PromptSegment[];
   chat: AppliedChatPlan;
   /** null: sample freely (no plan grammar, or the request's `grammar: false`). */
   grammar: SamplingGrammar | null;
@@ -37,15 +41,22 @@ export interface CompletionPlan {
   record(): PlanRecord;
 }
 
-/** The plan for one request on `template`, with the target's BOS / EOS texts. */
-export function buildCompletionPlan(template: string, r: NormalizedChatRequest, specials: { bos: string; eos: string }): CompletionPlan {
-  const chat = applyNormalized(template, { ...r.chat, bosToken: specials.bos, eosToken: specials.eos, now: new Date() });
+/** The plan for one request on `template`, with the target's BOS / EOS texts (and render budgets). */
+export function buildCompletionPlan(template: string, r: NormalizedChatRequest, specials: { bos: string; eos: string }, templateLimits?: TemplateLimits): CompletionPlan {
+  const chat = applyNormalized(template, {
+    ...r.chat,
+    bosToken: specials.bos,
+    eosToken: specials.eos,
+    now: new Date(),
+    ...(templateLimits !== undefined ? { templateLimits } : {}),
+  });
   const grammar: SamplingGrammar | null =
     r.grammar && chat.grammar !== ""
       ? { gbnf: chat.grammar, lazy: chat.grammarLazy, triggers: chat.grammarLazy ? chat.grammarTriggers : [], prefill: chat.grammarPrefill ?? "" }
       : null;
   return {
     prompt: chat.prompt,
+    promptSegments: chat.promptSegments ?? [],
     chat,
     grammar,
     warnings: [...chat.warnings],

@@ -22,6 +22,7 @@
  *    Leaving the iteration early (break) must end the generation too.
  */
 import type { GrammarTrigger } from "../chat/plan.js";
+import { tokenizeChatPrompt } from "../chat/prompt.js";
 import { LlamapegError } from "../errors.js";
 import type { GenerateOptions, GrammarOptions } from "../llama/generate-options.js";
 import type { GeneratedToken, GenerationStats } from "../llama/generation.js";
@@ -115,7 +116,6 @@ export function completionTarget(target: CompletionTargetLike): CompletionTarget
 }
 
 const decoder = new TextDecoder();
-const encoder = new TextEncoder();
 /** Per model: marker text -> its token id when it is one token, else null. */
 const singleTokens = new WeakMap<Model, Map<string, number | null>>();
 
@@ -142,21 +142,31 @@ function specialText(model: Model, id: number | null): string {
 export function tokenizePrompt(model: Model, prompt: PromptInput): number[] {
   const segments = prompt.segments ?? [];
   if (segments.length === 0) return Array.from(model.tokenize(prompt.text, { addSpecial: true, parseSpecial: true }));
-  const bytes = encoder.encode(prompt.text);
-  const parts: { start: number; end: number; parseSpecial: boolean }[] = [];
-  let at = 0;
-  for (const s of segments) {
-    if (!Number.isInteger(s.start) || !Number.isInteger(s.end) || s.start < at || s.end < s.start || s.end > bytes.length) {
+  return Array.from(tokenizeChatPrompt(model, prompt.text, segmentUnitRanges(prompt.text, segments)));
+}
+
+/** UTF-8 byte ranges of `text` as UTF-16 ranges (the local tokenizer slices JS strings). */
+function segmentUnitRanges(text: string, segments: readonly PromptSegment[]): PromptSegment[] {
+  const out: PromptSegment[] = [];
+  let unit = 0;
+  let byte = 0;
+  const to = (target: number, i: number): number => {
+    while (byte < target && unit < text.length) {
+      const c = text.codePointAt(unit)!;
+      byte += c < 0x80 ? 1 : c < 0x800 ? 2 : c < 0x10000 ? 3 : 4;
+      unit += c >= 0x10000 ? 2 : 1;
+    }
+    if (byte !== target) {
+      throw new LlamapegError("ERR_INVALID_ARGUMENT", `prompt segment ${i} does not start and end on character boundaries inside the prompt (byte ${target})`, { where: `prompt.segments[${i}]` });
+    }
+    return unit;
+  };
+  segments.forEach((s, i) => {
+    if (!Number.isInteger(s.start) || !Number.isInteger(s.end) || s.start < byte || s.end < s.start) {
       throw new LlamapegError("ERR_INVALID_ARGUMENT", `prompt segments must be sorted, disjoint byte ranges inside the prompt (got ${s.start}-${s.end})`, { where: "prompt.segments" });
     }
-    if (s.start > at) parts.push({ start: at, end: s.start, parseSpecial: true });
-    if (s.end > s.start) parts.push({ start: s.start, end: s.end, parseSpecial: false });
-    at = s.end;
-  }
-  if (at < bytes.length) parts.push({ start: at, end: bytes.length, parseSpecial: true });
-  const out: number[] = [];
-  parts.forEach((p, i) => {
-    out.push(...model.tokenize(decoder.decode(bytes.subarray(p.start, p.end)), { addSpecial: i === 0, parseSpecial: p.parseSpecial }));
+    const start = to(s.start, i);
+    out.push({ start, end: to(s.end, i) });
   });
   return out;
 }

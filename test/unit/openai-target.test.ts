@@ -81,11 +81,14 @@ describe("CompletionTarget", () => {
 });
 
 describe("tokenizePrompt", () => {
-  // A stand-in tokenizer: one id per character, special-token text `<s>` as one id only when parsed.
-  const calls: { text: string; addSpecial: boolean; parseSpecial: boolean }[] = [];
+  // A stand-in tokenizer: one id per character, BOS = 1, and the control token `<s>` (id 2) as one
+  // id only when special-token parsing is on.
+  const CONTROL = 1 << 3; // LLAMA_TOKEN_ATTR_CONTROL
   const model = {
+    vocabSize: 3,
+    tokenAttributes: (id: number) => (id === 2 ? CONTROL : 1 << 2),
+    tokenPiece: (id: number) => encoder.encode(id === 2 ? "<s>" : id === 1 ? "" : "?"),
     tokenize(text: string, o: { addSpecial?: boolean; parseSpecial?: boolean }) {
-      calls.push({ text, addSpecial: o.addSpecial === true, parseSpecial: o.parseSpecial === true });
       const ids: number[] = o.addSpecial ? [1] : [];
       for (let i = 0; i < text.length; i++) {
         if (o.parseSpecial && text.startsWith("<s>", i)) {
@@ -96,25 +99,19 @@ describe("tokenizePrompt", () => {
       return Int32Array.from(ids);
     },
   } as unknown as Model;
+  const chars = (t: string) => Array.from(t, (c) => c.charCodeAt(0));
 
-  it("parses special-token text only outside message segments; BOS once", () => {
-    calls.length = 0;
+  it("parses special-token text only outside message segments (byte ranges, non-ASCII included); BOS once", () => {
     const text = "<s>user: <s>é<s>";
     const start = encoder.encode("<s>user: ").length;
     const end = start + encoder.encode("<s>é").length;
-    const ids = tokenizePrompt(model, { text, segments: [{ start, end }] });
-    expect(calls.map((c) => [c.text, c.addSpecial, c.parseSpecial])).toEqual([
-      ["<s>user: ", true, true],
-      ["<s>é", false, false],
-      ["<s>", false, true],
-    ]);
-    expect(ids[0]).toBe(1);
-    expect(ids.filter((i) => i === 2)).toHaveLength(2);
+    expect(tokenizePrompt(model, { text, segments: [{ start, end }] })).toEqual([1, 2, ...chars("user: "), ...chars("<s>é"), 2]);
     expect(tokenizePrompt(model, { text: "<s>x" })).toEqual([1, 2, 120]);
   });
 
-  it("rejects segments outside the prompt or out of order", () => {
-    expect(() => tokenizePrompt(model, { text: "abc", segments: [{ start: 2, end: 9 }] })).toThrow(/segments/);
+  it("rejects segments outside the prompt, out of order or inside a character", () => {
+    expect(() => tokenizePrompt(model, { text: "abc", segments: [{ start: 2, end: 9 }] })).toThrow(/segment/);
     expect(() => tokenizePrompt(model, { text: "abcd", segments: [{ start: 2, end: 3 }, { start: 0, end: 1 }] })).toThrow(/segments/);
+    expect(() => tokenizePrompt(model, { text: "é", segments: [{ start: 1, end: 2 }] })).toThrow(/character boundaries/);
   });
 });

@@ -19,7 +19,8 @@ import type { FamilyPlan, PlanInput } from "../formats/family.js";
 import { detectFamily } from "../formats/registry.js";
 import { ChatPegBuilder } from "../grammar/builder.js";
 import type { ChatRenderRequest } from "../template/chat-context.js";
-import { renderChatTemplate, renderGenerationPrompt } from "../template/chat-render.js";
+import { segmentsFromMarks } from "../prompt.js";
+import { renderChatPrompt, renderGenerationPrompt } from "../template/chat-render.js";
 import { patchTemplateSource } from "../template/source-patches.js";
 import { toolFunctions, toolParameters, type ChatTool } from "../tools.js";
 import { analysisPlan } from "./autoparser.js";
@@ -73,7 +74,8 @@ export function buildPlan(source: string, req: NormalizedApplyRequest): AppliedC
   const tools = shownTools(req);
   // Render first: a template that does not render fails with its render error, not a probe's.
   const render = renderRequest(req, tools);
-  const rendered = { prompt: renderChatTemplate(source, render), generationPrompt: renderGenerationPrompt(source, render) };
+  const chat = renderChatPrompt(source, render, req.templateLimits);
+  const rendered = { prompt: chat.prompt, generationPrompt: renderGenerationPrompt(source, render, req.templateLimits) };
   const planner = plannerFor(source, req);
 
   const useTools = tools !== null && tools.length > 0 && req.toolChoice !== "none";
@@ -118,8 +120,12 @@ export function buildPlan(source: string, req: NormalizedApplyRequest): AppliedC
   const generationPrompt = plan.generationPrompt ?? rendered.generationPrompt;
   const grammar = grammarFrom === null ? req.grammar : treeGbnf(parser, { from: grammarFrom, schemas });
   const required = req.toolChoice === "required" && useTools && schema === null && grammar !== "";
+  // a family may append template text (Gemma 4 opens the model's turn): the segments stay the render's
+  const prompt = plan.prompt ?? rendered.prompt;
+  if (!prompt.startsWith(rendered.prompt)) throw new LlamapegError("ERR_INTERNAL", "a family's prompt does not extend the rendered one: its message segments are unknown", { where: "applyChatTemplate" });
   return {
-    prompt: plan.prompt ?? rendered.prompt,
+    prompt,
+    promptSegments: segmentsFromMarks(chat.inputMarks),
     format: plan.format,
     grammar,
     grammarLazy: grammarFrom === "lazy",

@@ -13,6 +13,7 @@ import { compileJsonSchema } from "../../json-schema/index.js";
 import type { TemplateAnalysisOverrides } from "../analysis/types.js";
 import { parseChatMessages, type ChatMessage } from "../messages.js";
 import type { ChatTool } from "../tools.js";
+import { type TemplateLimits, resolveLimits } from "../template/limits.js";
 
 export type ReasoningFormat = "none" | "auto" | "deepseek";
 
@@ -55,6 +56,8 @@ export interface ApplyChatRequest {
    * named function, false for "required" (llama.cpp's grammar lets text come first).
    */
   calls_only?: boolean;
+  /** Render budgets for the prompt (see docs/security.md). Default: DEFAULT_TEMPLATE_LIMITS. */
+  template_limits?: TemplateLimits;
 }
 
 /** The request after validation. */
@@ -81,6 +84,7 @@ export interface NormalizedApplyRequest {
   eosToken: string;
   now: Date;
   analysisOverrides: TemplateAnalysisOverrides | undefined;
+  templateLimits: TemplateLimits | undefined;
 }
 
 const ROLES = new Set(["system", "developer", "user", "assistant", "tool"]);
@@ -135,7 +139,7 @@ function checkTools(tools: unknown): ChatTool[] | null {
     const fn = t.function;
     if (!isObject(fn)) invalid("a tool needs a function object", `${at}.function`);
     if (typeof fn.name !== "string" || !TOOL_NAME.test(fn.name)) {
-      invalid(`a tool function name is 1-64 characters of a-z, A-Z, 0-9, _ . -, got ${JSON.stringify(fn.name)}`, `${at}.function.name`);
+      invalid(`expected 1-64 characters of a-z, A-Z, 0-9, _ . -, got ${JSON.stringify(fn.name)}`, `${at}.function.name`);
     }
     if (seen.has(fn.name)) invalid(`duplicate tool name ${JSON.stringify(fn.name)}`, `${at}.function.name`);
     seen.add(fn.name);
@@ -263,5 +267,16 @@ export function normalizeApplyRequest(request: ApplyChatRequest): NormalizedAppl
     eosToken: optString(req, "eos_token") ?? "",
     now: (now as Date | undefined) ?? new Date(),
     analysisOverrides: (overrides ?? undefined) as TemplateAnalysisOverrides | undefined,
+    templateLimits: templateLimitsOf(req.template_limits as TemplateLimits | undefined),
   };
+}
+
+function templateLimitsOf(limits: TemplateLimits | undefined): TemplateLimits | undefined {
+  if (limits === undefined) return undefined;
+  try {
+    resolveLimits(limits);
+  } catch (e) {
+    invalid(`template_limits: ${(e as Error).message}`, "template_limits");
+  }
+  return limits;
 }

@@ -97,8 +97,6 @@ export interface ChatFamily {
   prepareMessages?(messages: JsonObject[], source: string): JsonObject[] | undefined;
   /** Extra template variables (DeepSeek V4 prints the response schema). */
   templateVariables?(source: string, request: { json_schema?: unknown }): JsonObject | undefined;
-  /** A last fix of the rendered prompt. */
-  finishPrompt?(prompt: string, addGenerationPrompt: boolean): string;
   plan(input: PlanInput): FamilyPlan;
   /** The mapper of plans whose `format` is `mapper.format`. */
   mapper?: { format: string; map(ast: FormatAstView): AssistantMessage };

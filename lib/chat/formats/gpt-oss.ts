@@ -3,8 +3,9 @@
  * (reasoning), `<|channel|>commentary<|message|>...<|end|>` (preamble), `<|channel|>final<|message|>`
  * (the answer); a call names its recipient ` to=functions.NAME` in the role or the channel header,
  * optionally with `<|constrain|>json`, then `<|message|>{json}`. As `common_chat_params_init_gpt_oss`;
- * the reference passes reasoning as `thinking` (and drops the content of a message with calls),
- * keeps the `developer` role, and ends an inference prompt's last turn with `<|end|>`.
+ * the reference passes reasoning as `thinking` (and drops the content of a message with calls);
+ * the template layer keeps its `developer` role and ends an inference prompt's last turn with
+ * `<|end|>` (chat-context.ts, chat-render.ts).
  */
 import type { PegParser } from "../../peg/builder.js";
 import { toolParameters } from "../tools.js";
@@ -29,13 +30,6 @@ export const gptOss: ChatFamily = {
       if (Array.isArray(m.tool_calls) && m.tool_calls.length > 0) delete out.content;
       return out;
     }),
-
-  finishPrompt(prompt, addGenerationPrompt) {
-    if (addGenerationPrompt) return prompt;
-    // during inference the last turn must end with <|end|>, not the training-time <|return|>
-    const at = prompt.lastIndexOf("<|return|>");
-    return at === -1 ? prompt : prompt.slice(0, at) + "<|end|>" + prompt.slice(at + "<|return|>".length);
-  },
 
   plan({ req }) {
     const { fns, useTools, hasResponseFormat, required, extractReasoning } = shapeOf(req);

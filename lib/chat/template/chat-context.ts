@@ -58,8 +58,6 @@ export interface PreparedChatContext {
   source: string;
   caps: TemplateCaps;
   specialized: SpecializedKind | undefined;
-  /** The family's last fix of a rendered prompt (identity for most templates). */
-  finishPrompt(prompt: string, addGenerationPrompt: boolean): string;
   /**
    * The template variables, add_generation_prompt left out (set it to true to get the generation
    * prompt). Parsed arguments hold `Map`s and `JsonFloat`s (key order, float-ness): pass them to
@@ -68,6 +66,8 @@ export interface PreparedChatContext {
   variables: JsonObject;
   /** Post-processing of every rendered text: BOS/EOS stripping where the model adds them. */
   finish(prompt: string): string;
+  /** What `finish` keeps of `prompt`: `prompt.slice(start, end)`. */
+  finishRange(prompt: string): [start: number, end: number];
 }
 
 function invalid(message: string, where: string): never {
@@ -224,12 +224,11 @@ export function prepareChatContext(templateSource: string, request: ChatRenderRe
 
   const bos = request.bos_token ?? "";
   const eos = request.eos_token ?? "";
-  const finish = (prompt: string): string => {
-    let out = prompt;
-    if (request.add_bos && out.startsWith(bos)) out = out.slice(bos.length);
-    if (request.add_eos && out.endsWith(eos)) out = out.slice(0, out.length - eos.length);
-    return out;
+  const finishRange = (prompt: string): [number, number] => {
+    const start = request.add_bos && prompt.startsWith(bos) ? bos.length : 0;
+    const end = request.add_eos && prompt.endsWith(eos) && prompt.length - eos.length >= start ? prompt.length - eos.length : prompt.length;
+    return [start, end];
   };
-  const finishPrompt = (prompt: string, agp: boolean): string => family?.finishPrompt?.(prompt, agp) ?? prompt;
-  return { source: src, caps, specialized: kind, variables, finish, finishPrompt };
+  const finish = (prompt: string): string => prompt.slice(...finishRange(prompt));
+  return { source: src, caps, specialized: kind, variables, finish, finishRange };
 }
