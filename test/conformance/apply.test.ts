@@ -206,6 +206,8 @@ async function compareOne(source: string, conv: Conversation): Promise<Outcome> 
     ours = applyChatTemplate(source, {
       messages: conv.messages,
       ...(conv.tools ? { tools: conv.tools, tool_choice: conv.tool_choice ?? "auto", parallel_tool_calls: conv.parallel_tool_calls ?? false } : {}),
+      // the reference's `required` lets text come first: compare with our opt-in to that grammar
+      ...(conv.tool_choice === "required" ? { calls_only: false } : {}),
       ...(conv.response_format ? { response_format: conv.response_format } : {}),
       reasoning_format: conv.reasoning_format,
       bos_token: BOS,

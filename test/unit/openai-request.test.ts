@@ -56,7 +56,9 @@ describe("request checks", () => {
     });
     expect(r.chat).toMatchObject({ toolChoice: "required", namedTool: "a", callsOnly: true, parallelToolCalls: false });
     expect(r).toMatchObject({ stop: ["END"], stream: false });
-    expect(normalizeChatRequest({ messages: user, tools: [tool("a")], tool_choice: "required" }).chat.callsOnly).toBe(false);
+    // required means a call: calls only unless the request opts in to text first
+    expect(normalizeChatRequest({ messages: user, tools: [tool("a")], tool_choice: "required" }).chat.callsOnly).toBe(true);
+    expect(normalizeChatRequest({ messages: user, tools: [tool("a")], tool_choice: "required", calls_only: false }).chat.callsOnly).toBe(false);
   });
 
   it("other errors are server errors in the same shape", () => {

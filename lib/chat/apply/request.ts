@@ -52,8 +52,8 @@ export interface ApplyChatRequest {
   analysis_overrides?: TemplateAnalysisOverrides;
   /**
    * llamapeg: with tool_choice "required" or a named function, the grammar allows only the calls
-   * (after the reasoning block where the format has one), no text before them. Default: true for a
-   * named function, false for "required" (llama.cpp's grammar lets text come first).
+   * (after the reasoning block where the format has one), no text before them. Default true (a
+   * required call is a call); false opts in to llama.cpp's grammar, which lets text come first.
    */
   calls_only?: boolean;
   /** Render budgets for the prompt (see docs/security.md). Default: DEFAULT_TEMPLATE_LIMITS. */
@@ -68,7 +68,7 @@ export interface NormalizedApplyRequest {
   /** The mode; a named function is "required" with `namedTool` set. */
   toolChoice: "auto" | "required" | "none";
   namedTool: string | null;
-  /** Calls only, no text before them (meaningful when toolChoice is "required"). */
+  /** Calls only, no text before them (meaningful when toolChoice is "required"). Default true. */
   callsOnly: boolean;
   parallelToolCalls: boolean;
   /** A non-empty JSON-schema object, or null. */
@@ -254,7 +254,7 @@ export function normalizeApplyRequest(request: ApplyChatRequest): NormalizedAppl
     tools,
     toolChoice,
     namedTool,
-    callsOnly: optBool(req, "calls_only") ?? namedTool !== null,
+    callsOnly: optBool(req, "calls_only") ?? true,
     parallelToolCalls: optBool(req, "parallel_tool_calls") ?? false,
     jsonSchema,
     jsonSchemaWhere,
