@@ -117,6 +117,10 @@ describe("createChatCompletion", () => {
       const streamed = assembleChunks(chunks);
       expect(streamed.tool_calls.map((t) => t.function)).toEqual([call.function]);
       expect(chunks[chunks.length - 1]!.choices[0]!.finish_reason).toBe("length");
+      // the conversation with this answer in it can be sent again (the next turn of a chat)
+      const next = await createChatCompletion(context, { messages: [...user, c.choices[0].message, { role: "user", content: "And in Tokyo?" }], tools: TOOLS, seed: 1, max_tokens: 8 });
+      expect(next.object).toBe("chat.completion");
+      expect(next.llamapeg.warnings.join("\n")).toMatch(/messages\[1\]\.tool_calls\[0\]\.function\.arguments: a cut JSON object/);
     }
     expect(found, "no max_tokens in 16..40 cut the call inside its arguments").toBe(true);
   });

@@ -21,6 +21,8 @@ import { ChatPegBuilder } from "../grammar/builder.js";
 import type { ChatRenderRequest } from "../template/chat-context.js";
 import { segmentsFromMarks } from "../prompt.js";
 import { renderChatPrompt, renderGenerationPrompt } from "../template/chat-render.js";
+import { closeCutJson } from "../partial-json.js";
+import { templateCaps } from "../template/caps.js";
 import { patchTemplateSource } from "../template/source-patches.js";
 import { toolFunctions, toolParameters, type ChatTool } from "../tools.js";
 import { analysisPlan } from "./autoparser.js";
@@ -69,8 +71,27 @@ function plannerFor(source: string, req: NormalizedApplyRequest): Planner {
   return { plan: (input) => analysisPlan(analysis, input) };
 }
 
+/**
+ * Earlier answers of the model in the conversation whose arguments are no JSON (a call cut by
+ * max_tokens, text a parse failure kept): a template that reads arguments as objects gets them
+ * closed where they were cut, or {} for text that is no JSON; the reference refuses such a
+ * conversation. Templates that take the text render it as it is.
+ */
+function historyWarnings(source: string, req: NormalizedApplyRequest, warnings: string[]): void {
+  if (!templateCaps(patchTemplateSource(source)).supportsObjectArguments) return;
+  req.messages.forEach((m, i) =>
+    (m.tool_calls ?? []).forEach((c, j) => {
+      const where = `messages[${i}].tool_calls[${j}].function.arguments`;
+      const json = closeCutJson(c.function.arguments);
+      if (json === undefined) warnings.push(`${where}: not JSON, and this template reads arguments as an object: it gets {}`);
+      else if (json.closed) warnings.push(`${where}: a cut JSON object; the template gets it closed as ${json.text}`);
+    }),
+  );
+}
+
 export function buildPlan(source: string, req: NormalizedApplyRequest): AppliedChatPlan {
   const warnings: string[] = [];
+  historyWarnings(source, req, warnings);
   const tools = shownTools(req);
   // Render first: a template that does not render fails with its render error, not a probe's.
   const render = renderRequest(req, tools);
