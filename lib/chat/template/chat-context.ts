@@ -19,6 +19,7 @@ import { LlamapegError } from "../../errors.js";
 import { detectFamily, detectSpecializedTemplate, type FamilyName } from "../formats/registry.js";
 import { type ChatMessage, concatContentParts, parseChatMessages } from "../messages.js";
 import { type TemplateCaps, preserveReasoningVars, templateCaps } from "./caps.js";
+import { closeCutJson } from "../partial-json.js";
 import { parseJsonText } from "./json-text.js";
 import { patchTemplateSource } from "./source-patches.js";
 import { strftime } from "./strftime.js";
@@ -150,10 +151,14 @@ function parseArguments(messages: JsonObject[]): void {
     for (const tc of m.tool_calls as JsonObject[]) {
       const fn = tc.function as JsonObject | undefined;
       if (fn && typeof fn.arguments === "string") {
+        // An earlier answer of the model may hold a call cut by max_tokens: its arguments are
+        // closed where they stand. Text that is no JSON at all cannot be an object: {} (the
+        // reference refuses such a conversation; applyChatTemplate warns about both).
+        const json = closeCutJson(fn.arguments);
         try {
-          fn.arguments = parseJsonText(fn.arguments);
-        } catch (e) {
-          invalid(`Failed to parse tool call arguments as JSON: ${(e as Error).message}`, "messages[].tool_calls[].function.arguments");
+          fn.arguments = json === undefined ? new Map() : parseJsonText(json.text);
+        } catch {
+          fn.arguments = new Map();
         }
       }
     }
