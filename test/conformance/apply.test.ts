@@ -21,31 +21,14 @@ import { ChatSession } from "../../lib/chat/session.js";
 import { detectSpecializedTemplate } from "../../lib/chat/template/chat-context.js";
 import { LlamapegError } from "../../lib/errors.js";
 import { getHarness, type Harness } from "../support/harness.js";
+import { BOS, EOS, FIXTURES, NOW, ROOT, TEMPLATES, conversations as loadConversations, ourRequest, referenceRequest, renderedOutput, templateFiles, type Conversation } from "./apply-outputs.js";
 import { b64, canonicalGbnf, cutsCharacter, normOurs, normRef, treeGrammar, type NormMsg, type RefMsg } from "./chat-compare.js";
 
 process.env.TZ = "UTC"; // the harness runs in UTC with a fixed clock
 
-const ROOT = path.resolve(import.meta.dirname, "../..");
-const TEMPLATES = path.join(ROOT, "vendor/llama.cpp/models/templates");
-const FIXTURES = path.join(ROOT, "test/fixtures/apply");
-const NOW = "2026-01-31T12:00:00Z";
-const BOS = "<s>";
-const EOS = "</s>";
 const FULL_SWEEP = process.env.LLAMAPEG_APPLY_FULL_SWEEP === "1";
 /** Prefixes (partial parses) compared per output unless FULL_SWEEP: evenly spaced, plus the end. */
 const SAMPLE = 24;
-
-interface Conversation {
-  name: string;
-  description: string;
-  messages: Record<string, unknown>[];
-  tools?: unknown[];
-  tool_choice?: "auto" | "required" | "none";
-  parallel_tool_calls?: boolean;
-  reasoning_format: "none" | "auto";
-  response_format?: { type: "json_schema"; json_schema: { schema: Record<string, unknown> } };
-  expected: Record<string, unknown> & { content?: string; reasoning_content?: string; tool_calls?: { function: { name: string; arguments: string } }[] };
-}
 
 const FIELDS = ["prompt", "grammar", "grammarLazy", "grammarTriggers", "preservedTokens", "additionalStops", "generationPrompt", "thinking", "parse"] as const;
 type Field = (typeof FIELDS)[number];
@@ -70,8 +53,8 @@ interface Baseline {
   [key: string]: string;
 }
 
-const templates = fs.readdirSync(TEMPLATES).filter((f) => f.endsWith(".jinja")).sort();
-const conversations = JSON.parse(fs.readFileSync(path.join(FIXTURES, "conversations.json"), "utf8")) as Conversation[];
+const templates = templateFiles();
+const conversations = loadConversations();
 const baselinePath = path.join(FIXTURES, "parity-baseline.json");
 const baseline: Baseline = fs.existsSync(baselinePath) ? (JSON.parse(fs.readFileSync(baselinePath, "utf8")) as Baseline) : {};
 const results = new Map<string, Map<string, Outcome>>();
@@ -94,17 +77,6 @@ afterAll(async () => {
   if (process.env.LLAMAPEG_APPLY_DUMP) fs.writeFileSync(process.env.LLAMAPEG_APPLY_DUMP, JSON.stringify(Object.fromEntries([...results].map(([t, m]) => [t, Object.fromEntries(m)])), null, 1));
 });
 
-function referenceRequest(conv: Conversation, messages: unknown[], addGenerationPrompt: boolean): Record<string, unknown> {
-  return {
-    messages,
-    ...(conv.tools ? { tools: conv.tools, tool_choice: conv.tool_choice ?? "auto", parallel_tool_calls: conv.parallel_tool_calls ?? false } : {}),
-    ...(conv.response_format ? { json_schema: conv.response_format.json_schema.schema } : {}),
-    reasoning_format: conv.reasoning_format,
-    add_generation_prompt: addGenerationPrompt,
-    now: NOW,
-  };
-}
-
 function firstDifference(a: string, b: string): string {
   let i = 0;
   while (i < a.length && i < b.length && a[i] === b[i]) i++;
@@ -113,41 +85,6 @@ function firstDifference(a: string, b: string): string {
 
 function sameJson(a: unknown, b: unknown): boolean {
   return JSON.stringify(a) === JSON.stringify(b);
-}
-
-/**
- * The text the model would write for `expected`: the render of the conversation with that reply
- * (no generation prompt), after the prompt without the generation prompt, must start with the
- * generation prompt (or with it minus a trailing thinking start tag, for templates whose history
- * shows only `</think>`); what follows, minus the end-of-turn suffix (the common suffix with a
- * render of a different reply), is the output. null when the template renders the reply otherwise.
- */
-async function renderedOutput(source: string, conv: Conversation, generationPrompt: string, thinkingStart: string): Promise<string | null> {
-  const render = async (messages: unknown[]): Promise<string | null> => {
-    const r = await h.request<{ prompt: string }>("chat.templates_apply", {
-      template: source,
-      bos_token: BOS,
-      eos_token: EOS,
-      request: referenceRequest(conv, messages, false),
-    });
-    return r.ok ? r.result!.prompt : null;
-  };
-  const [base, full, other] = await Promise.all([
-    render(conv.messages),
-    render([...conv.messages, conv.expected]),
-    render([...conv.messages, { role: "assistant", content: "Zq" }]),
-  ]);
-  if (base === null || full === null || other === null || !full.startsWith(base)) return null;
-  let turn = full.slice(base.length);
-  if (turn.startsWith(generationPrompt)) turn = turn.slice(generationPrompt.length);
-  else if (thinkingStart !== "" && generationPrompt.trimEnd().endsWith(thinkingStart)) {
-    const head = generationPrompt.slice(0, generationPrompt.trimEnd().length - thinkingStart.length);
-    if (!turn.startsWith(head)) return null;
-    turn = turn.slice(head.length);
-  } else return null;
-  let suffix = 0;
-  while (suffix < turn.length && suffix < other.length && turn[turn.length - 1 - suffix] === other[other.length - 1 - suffix]) suffix++;
-  return turn.slice(0, turn.length - suffix);
 }
 
 function cutsFor(bytes: Uint8Array): number[] {
@@ -203,17 +140,7 @@ async function compareOne(source: string, conv: Conversation): Promise<Outcome> 
   const ref = await h.request<any>("chat.templates_apply", { template: source, bos_token: BOS, eos_token: EOS, request: referenceRequest(conv, conv.messages, true) });
   let ours: AppliedChatPlan | LlamapegError;
   try {
-    ours = applyChatTemplate(source, {
-      messages: conv.messages,
-      ...(conv.tools ? { tools: conv.tools, tool_choice: conv.tool_choice ?? "auto", parallel_tool_calls: conv.parallel_tool_calls ?? false } : {}),
-      // the reference's `required` lets text come first: compare with our opt-in to that grammar
-      ...(conv.tool_choice === "required" ? { calls_only: false } : {}),
-      ...(conv.response_format ? { response_format: conv.response_format } : {}),
-      reasoning_format: conv.reasoning_format,
-      bos_token: BOS,
-      eos_token: EOS,
-      now: new Date(NOW),
-    } as never);
+    ours = applyChatTemplate(source, ourRequest(conv));
   } catch (e) {
     if (!(e instanceof LlamapegError)) throw e;
     ours = e;
@@ -245,7 +172,7 @@ async function compareOne(source: string, conv: Conversation): Promise<Outcome> 
   if (!sameJson(refThinking, ourThinking)) out.diffs.thinking = `reference ${JSON.stringify(refThinking)}, ours ${JSON.stringify(ourThinking)}`;
 
   // Parse: the template's own rendering of the expected message, whole and cut.
-  const text = await renderedOutput(source, conv, r.generation_prompt, r.thinking_start_tag);
+  const text = await renderedOutput(h, source, conv, r.generation_prompt, r.thinking_start_tag);
   if (text === null || text === "") {
     out.roundTrip = "no-output";
     return out;
