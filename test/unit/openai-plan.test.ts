@@ -103,6 +103,7 @@ describe("completion plans", () => {
     const a = plan({ tools });
     const b = buildCompletionPlan(template, normalizeChatRequest({ messages: [{ role: "user", content: "other" }], tools }), specials);
     expect(b.grammar).toEqual(a.grammar);
+    expect(b.chat.parser).toBe(a.chat.parser);
     expect(b.prompt).not.toBe(a.prompt);
     expect(b.prompt).toContain("other");
   });

@@ -29,6 +29,7 @@ import { analysisPlan } from "./autoparser.js";
 import { treeGbnf } from "./grammar.js";
 import type { NormalizedApplyRequest } from "./request.js";
 import { enforceableResponseSchema, sanitizeToolSchemas } from "./schemas.js";
+import { generationPromptOf, planEntry, planPart, type PlanPart } from "./cache.js";
 import type { AppliedChatPlan } from "./types.js";
 
 /** Rule prefix of the response-schema tree beside the tools tree in one arena. */
@@ -55,14 +56,12 @@ function shownTools(req: NormalizedApplyRequest): ChatTool[] | null {
   return req.tools.filter((t) => t.function.name === req.namedTool);
 }
 
-interface Planner {
+interface FamilyPlanner {
   plan(input: PlanInput): FamilyPlan;
 }
 
-/** The family's planner, or the analysis path's (analysis overrides always take the analysis path). */
-function plannerFor(source: string, req: NormalizedApplyRequest): Planner {
-  const family = req.analysisOverrides === undefined ? detectFamily(patchTemplateSource(source)) : undefined;
-  if (family !== undefined) return family;
+/** The analysis path's planner (analysis overrides always take it, even for a family's template). */
+function analysisPlanner(source: string, req: NormalizedApplyRequest): FamilyPlanner {
   const analysis = analyzeTemplate(source, {
     bosToken: req.bosToken,
     eosToken: req.eosToken,
@@ -77,8 +76,8 @@ function plannerFor(source: string, req: NormalizedApplyRequest): Planner {
  * closed where they were cut, or {} for text that is no JSON; the reference refuses such a
  * conversation. Templates that take the text render it as it is.
  */
-function historyWarnings(source: string, req: NormalizedApplyRequest, warnings: string[]): void {
-  if (!templateCaps(patchTemplateSource(source)).supportsObjectArguments) return;
+function historyWarnings(objectArguments: boolean, req: NormalizedApplyRequest, warnings: string[]): void {
+  if (!objectArguments) return;
   req.messages.forEach((m, i) =>
     (m.tool_calls ?? []).forEach((c, j) => {
       const where = `messages[${i}].tool_calls[${j}].function.arguments`;
@@ -91,14 +90,39 @@ function historyWarnings(source: string, req: NormalizedApplyRequest, warnings: 
 
 export function buildPlan(source: string, req: NormalizedApplyRequest): AppliedChatPlan {
   const warnings: string[] = [];
-  historyWarnings(source, req, warnings);
   const tools = shownTools(req);
   // Render first: a template that does not render fails with its render error, not a probe's.
   const render = renderRequest(req, tools);
   const chat = renderChatPrompt(source, render, req.templateLimits);
-  const rendered = { prompt: chat.prompt, generationPrompt: renderGenerationPrompt(source, render, req.templateLimits) };
-  const planner = plannerFor(source, req);
+  const entry = planEntry(
+    source,
+    req,
+    () => (req.analysisOverrides === undefined ? detectFamily(patchTemplateSource(source)) : undefined),
+    () => templateCaps(patchTemplateSource(source)).supportsObjectArguments,
+  );
+  historyWarnings(entry.objectArguments, req, warnings);
+  const generationPrompt = generationPromptOf(entry, req, chat.prompt, () => renderGenerationPrompt(source, render, req.templateLimits));
+  const rendered = { prompt: chat.prompt, generationPrompt };
+  const variant = entry.family?.promptVariant?.(rendered.prompt, req) ?? "";
+  const part = planPart(entry, `${generationPrompt}\0${variant}`, () => buildPart(source, req, tools, rendered, entry.family));
+  const { promptSuffix, warnings: partWarnings, ...shared } = part;
+  return {
+    ...shared,
+    prompt: rendered.prompt + promptSuffix,
+    promptSegments: segmentsFromMarks(chat.inputMarks),
+    // fresh arrays: a caller may change its plan, never the cached one
+    grammarTriggers: part.grammarTriggers.map((t) => ({ ...t })),
+    preservedTokens: [...part.preservedTokens],
+    additionalStops: [...part.additionalStops],
+    thinkingEndTags: [...part.thinkingEndTags],
+    warnings: [...warnings, ...partWarnings],
+  };
+}
 
+/** Everything of a plan but the prompt: planner, degradation, one tree, its grammar. */
+function buildPart(source: string, req: NormalizedApplyRequest, tools: ChatTool[] | null, rendered: { prompt: string; generationPrompt: string }, family: FamilyPlanner | undefined): PlanPart {
+  const warnings: string[] = [];
+  const planner = family ?? analysisPlanner(source, req);
   const useTools = tools !== null && tools.length > 0 && req.toolChoice !== "none";
   const grammarTools = useTools ? sanitizeToolSchemas(tools, warnings) : tools;
   const schema = req.jsonSchema === null ? null : enforceableResponseSchema(req.jsonSchema, req.jsonSchemaWhere, warnings);
@@ -145,8 +169,7 @@ export function buildPlan(source: string, req: NormalizedApplyRequest): AppliedC
   const prompt = plan.prompt ?? rendered.prompt;
   if (!prompt.startsWith(rendered.prompt)) throw new LlamapegError("ERR_INTERNAL", "a family's prompt does not extend the rendered one: its message segments are unknown", { where: "applyChatTemplate" });
   return {
-    prompt,
-    promptSegments: segmentsFromMarks(chat.inputMarks),
+    promptSuffix: prompt.slice(rendered.prompt.length),
     format: plan.format,
     grammar,
     grammarLazy: grammarFrom === "lazy",

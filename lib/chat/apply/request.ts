@@ -164,11 +164,18 @@ function checkToolChoice(value: unknown, tools: ChatTool[] | null): { toolChoice
   invalid(`tool_choice must be "auto", "required", "none" or {type: "function", function: {name}}, got ${JSON.stringify(value)}`, "tool_choice");
 }
 
+/** Schemas (as JSON text) known to compile: a repeated request does not compile its schema again. */
+const compiled = new Set<string>();
+
 /** A schema that cannot be compiled at all is a request error (keywords the grammar cannot enforce are not). */
 function compiles(schema: Record<string, unknown> | null, where: string): Record<string, unknown> | null {
   if (schema === null) return null;
+  const text = JSON.stringify(schema);
+  if (compiled.has(text)) return schema;
   try {
     compileJsonSchema(schema, { unsupported: "ignore" });
+    if (compiled.size >= 64) compiled.delete(compiled.values().next().value!);
+    compiled.add(text);
   } catch (e) {
     if (e instanceof LlamapegError) throw new LlamapegError("ERR_INVALID_REQUEST", `${where}: ${e.message}`, { where, cause: e });
     throw e;

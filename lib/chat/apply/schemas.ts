@@ -27,13 +27,20 @@ function deleteAt(schema: unknown, pointer: string): boolean {
   return true;
 }
 
+interface Enforceable {
+  schema: Record<string, unknown>;
+  /** The compiler reported nothing: the schema compiles as it is (no second, strict compile needed). */
+  clean: boolean;
+}
+
 /** `schema` without the keywords the grammar cannot enforce, and what was dropped. */
-export function enforceableSchema(schema: Record<string, unknown>, where: string, warnings: string[]): Record<string, unknown> {
-  const copy = structuredClone(schema);
+function enforceable(schema: Record<string, unknown>, where: string, warnings: string[]): Enforceable {
+  let copy: Record<string, unknown> | null = null; // copied only when something is dropped
   // Each pass drops what the compiler reported; dropping a keyword can expose another one below it.
   for (let pass = 0; pass < 16; pass++) {
-    const { warnings: found } = compileJsonSchema(copy, { unsupported: "ignore" });
-    if (found.length === 0) return copy;
+    const { warnings: found } = compileJsonSchema(copy ?? schema, { unsupported: "ignore" });
+    if (found.length === 0) return { schema: copy ?? schema, clean: copy === null };
+    copy ??= structuredClone(schema);
     let dropped = false;
     for (const w of found) {
       if (deleteAt(copy, w.where)) {
@@ -43,8 +50,15 @@ export function enforceableSchema(schema: Record<string, unknown>, where: string
     }
     if (!dropped) break;
   }
-  return copy;
+  return { schema: copy ?? schema, clean: false };
 }
+
+export function enforceableSchema(schema: Record<string, unknown>, where: string, warnings: string[]): Record<string, unknown> {
+  return enforceable(schema, where, warnings).schema;
+}
+
+/** Tool schemas already checked: JSON text -> the schema the grammar gets (null: as given) and the warnings. */
+const degraded = new Map<string, { schema: Record<string, unknown> | null; warnings: string[] }>();
 
 /** The tools with schemas the grammar can enforce (warnings added to `warnings`). */
 export function sanitizeToolSchemas(tools: readonly ChatTool[], warnings: string[]): ChatTool[] {
@@ -52,15 +66,26 @@ export function sanitizeToolSchemas(tools: readonly ChatTool[], warnings: string
     const params = tool.function.parameters;
     if (params === undefined) return tool;
     const where = `tools[${i}].function.parameters (${tool.function.name})`;
-    try {
-      const schema = enforceableSchema(params, where, warnings);
-      compileJsonSchema(schema); // anything still unsupported falls through to the catch
-      return { ...tool, function: { ...tool.function, parameters: schema } };
-    } catch (e) {
-      if (!(e instanceof LlamapegError)) throw e;
-      warnings.push(`${where}: ${e.message}; this tool's arguments are constrained to any JSON object`);
-      return { ...tool, function: { ...tool.function, parameters: { ...PERMISSIVE } } };
+    const key = `${i}\0${tool.function.name}\0${JSON.stringify(params)}`;
+    let hit = degraded.get(key);
+    if (hit === undefined) {
+      const own: string[] = [];
+      let schema: Record<string, unknown> | null;
+      try {
+        const e = enforceable(params, where, own);
+        if (!e.clean) compileJsonSchema(e.schema); // anything still unsupported falls through to the catch
+        schema = e.clean ? null : e.schema;
+      } catch (e) {
+        if (!(e instanceof LlamapegError)) throw e;
+        own.push(`${where}: ${e.message}; this tool's arguments are constrained to any JSON object`);
+        schema = { ...PERMISSIVE };
+      }
+      hit = { schema, warnings: own };
+      if (degraded.size >= 1024) degraded.delete(degraded.keys().next().value!);
+      degraded.set(key, hit);
     }
+    warnings.push(...hit.warnings);
+    return hit.schema === null ? tool : { ...tool, function: { ...tool.function, parameters: structuredClone(hit.schema) } };
   });
 }
 

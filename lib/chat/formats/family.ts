@@ -98,6 +98,12 @@ export interface ChatFamily {
   /** Extra template variables (DeepSeek V4 prints the response schema). */
   templateVariables?(source: string, request: { json_schema?: unknown }): JsonObject | undefined;
   plan(input: PlanInput): FamilyPlan;
+  /**
+   * What of the rendered prompt, besides the generation prompt, the plan depends on (Gemma 4: a
+   * prompt that ends a model turn makes it open a new one); "" or absent for nothing. Part of the
+   * plan cache's key.
+   */
+  promptVariant?(prompt: string, req: NormalizedApplyRequest): string;
   /** The mapper of plans whose `format` is `mapper.format`. */
   mapper?: { format: string; map(ast: FormatAstView): AssistantMessage };
 }

@@ -123,9 +123,11 @@ export const gemma4: ChatFamily = {
   rewriteMessages: (messages, src) => (src.includes("{#- OpenAI Chat Completions:") ? undefined : toolResponses(messages)),
   mapper: { format: "peg-gemma4", map: mapGemma4Ast },
 
+  // after content + a call the template opens no new turn, which confuses the model
+  promptVariant: (prompt, req) => (req.addGenerationPrompt && prompt.endsWith("<turn|>\n") ? "opens-turn" : ""),
+
   plan({ req, prompt }) {
-    // after content + a call the template opens no new turn, which confuses the model
-    const opens = req.addGenerationPrompt && prompt.endsWith("<turn|>\n");
+    const opens = gemma4.promptVariant!(prompt, req) !== "";
     const { fns, useTools, hasResponseFormat, required, extractReasoning } = shapeOf(req);
     const include = hasResponseFormat || useTools;
     return familyPlan({
