@@ -44,7 +44,7 @@ interface Outcome {
   roundTripNote?: string;
   /** ChatSession agrees with parseChatOutput ("n/a" when the complete parse throws). */
   streamed?: "same" | "differs" | "n/a";
-  /** The whole output: our strict complete parse rejects it or reads it otherwise, while our partial parse gives the reference's (lenient) message. */
+  /** The whole output: our final parse rejects it or reads it otherwise, while our partial parse gives the reference's message. */
   strictComplete?: boolean;
 }
 
@@ -99,7 +99,7 @@ function cutsFor(bytes: Uint8Array): number[] {
 }
 
 /**
- * The session's final message must be our complete parse, or (where our strict complete parse reads
+ * The session's final message must be our final parse, or (where our final parse rejects
  * an output otherwise, e.g. a reasoning block that never closes) the reference's lenient one.
  */
 function streamsLikeParse(plan: AppliedChatPlan, bytes: Uint8Array, reference: NormMsg | null): "same" | "differs" | "n/a" {
@@ -204,8 +204,8 @@ async function compareOne(source: string, conv: Conversation): Promise<Outcome> 
     const d = compareAt(cut, true, refs[i]!);
     if (d !== null && parseDiff === null) parseDiff = d;
   });
-  // The reference parses a final message leniently; ours is strict (docs/chat.md). Where only that
-  // differs (we reject as complete, and as partial give the reference's message), it is counted apart.
+  // Where only the final parse differs (we reject as finished, a required call missing, and as
+  // partial give the reference's message), it is counted apart.
   let whole = compareAt(bytes.length, false, refWhole);
   if (whole !== null && compareAt(bytes.length, true, refWhole) === null) {
     out.strictComplete = true;
@@ -321,9 +321,9 @@ function writeDocs(s: Summary): void {
     "",
     `By field (cases identical / ${s.cases}): ${FIELDS.map((f) => `${f} ${s.byField[f]}`).join(", ")}.`,
     "",
-    `Parses compared: ${s.parses} (${s.fullSweep ? "every prefix" : `${SAMPLE} prefixes per output (evenly spaced + the last 6 bytes)`}). Round trip (the template's rendering of the expected message parses back to it): ${s.roundTrip.ok} ok, ${s.roundTrip.differs} differ, ${s.roundTrip["no-output"]} where the template's rendering of the reply does not continue the generation prompt (or it raises). Whole outputs our strict complete parse rejects while the reference's lenient one accepts (same message as our partial parse): ${s.strictComplete}. ChatSession fed the same outputs in 7-byte pieces ends on parseChatOutput's message with deltas that add up to it: ${s.streamed.same} of ${s.streamed.same + s.streamed.differs} (${s.streamed["n/a"]} outputs our complete parse rejects).`,
+    `Parses compared: ${s.parses} (${s.fullSweep ? "every prefix" : `${SAMPLE} prefixes per output (evenly spaced + the last 6 bytes)`}). Round trip (the template's rendering of the expected message parses back to it): ${s.roundTrip.ok} ok, ${s.roundTrip.differs} differ, ${s.roundTrip["no-output"]} where the template's rendering of the reply does not continue the generation prompt (or it raises). Whole outputs our final parse rejects while the reference's accepts (same message as our partial parse; all under tool_choice required, where the template's rendering of the reply holds no call the format's parser finds: a parse error for us, an answer for the reference): ${s.strictComplete}. ChatSession fed the same outputs in 7-byte pieces ends on parseChatOutput's message with deltas that add up to it: ${s.streamed.same} of ${s.streamed.same + s.streamed.differs} (${s.streamed["n/a"]} outputs our complete parse rejects).`,
     "",
-    "| template | specialized | identical | differs (conversation: fields) | round trip ok | strict complete | why |",
+    "| template | specialized | identical | differs (conversation: fields) | round trip ok | rejected as finished | why |",
     "| --- | --- | --- | --- | --- | --- | --- |",
   );
   for (const [name, per] of results) {
