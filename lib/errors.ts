@@ -19,6 +19,7 @@ export const ERROR_CODES = [
   "ERR_GRAMMAR_INVALID",
   "ERR_GRAMMAR_DEAD_END",
   "ERR_CONTEXT_FULL",
+  "ERR_NO_SEQUENCE",
   "ERR_ABORTED",
   "ERR_INVALID_ARGUMENT",
   // parsing / grammars / chat

@@ -8,13 +8,14 @@
 // errors
 export { LlamapegError, type LlamapegErrorCode } from "./errors.js";
 
-// models, contexts, streaming generation
-export { loadModel, Model, Context, Generation, setLogger } from "./llama/index.js";
+// models, contexts and their sequences, streaming generation
+export { loadModel, Model, Context, Sequence, Generation, setLogger } from "./llama/index.js";
 export type {
   LoadModelOptions,
   TokenizeOptions,
   PieceOptions,
   ContextOptions,
+  ContextShift,
   GenerateOptions,
   GrammarOptions,
   GeneratedToken,
@@ -25,6 +26,7 @@ export type {
   LogLevel,
   GgufMetadataValue,
 } from "./llama/index.js";
+export { systemInfo, type SystemInfo, type BackendName, type DeviceInfo } from "./native/load.js";
 
 // OpenAI-style chat completions on a target (a Context, a Sequence, a remote backend)
 export { createChatCompletion, replayCompletion, writeSSE, toOpenAIError } from "./openai/index.js";

@@ -4,7 +4,7 @@
 
 namespace lp {
 
-NativeError RpcDevices(const std::vector<std::string>& endpoints, std::vector<ggml_backend_dev_t>* out) {
+NativeError RpcDevices(const std::vector<std::string>& endpoints, bool appendLocal, std::vector<ggml_backend_dev_t>* out) {
   out->clear();
   // By name, as llama.cpp's common does: works whether ggml's backends are linked in or loaded
   // as modules (GGML_BACKEND_DL).
@@ -21,6 +21,7 @@ NativeError RpcDevices(const std::vector<std::string>& endpoints, std::vector<gg
     if (n == 0) return {"ERR_MODEL_LOAD", "rpc-server " + endpoint + " offers no devices"};
     for (size_t i = 0; i < n; i++) out->push_back(ggml_backend_reg_dev_get(reg, i));
   }
+  if (!appendLocal) return {};
   // Then the local devices llama.cpp would pick by default: discrete GPUs (one per device id),
   // else integrated ones. The CPU is not listed; it takes the layers that are not offloaded.
   std::vector<ggml_backend_dev_t> gpus;
@@ -50,7 +51,6 @@ NativeError RpcDevices(const std::vector<std::string>& endpoints, std::vector<gg
   }
   const std::vector<ggml_backend_dev_t>& local = gpus.empty() ? igpus : gpus;
   out->insert(out->end(), local.begin(), local.end());
-  out->push_back(nullptr);
   return {};
 }
 

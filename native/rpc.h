@@ -11,9 +11,10 @@
 
 namespace lp {
 
-// Connects to each endpoint ("host:port") and fills `out` with a null-terminated device list for
-// llama_model_params.devices. Blocking network I/O: call it off the JS thread. ggml aborts the
+// Connects to each endpoint ("host:port") and fills `out` with its devices, followed (when
+// `appendLocal`) by the local GPUs llama.cpp would pick, for llama_model_params.devices (the caller
+// adds the terminating nullptr). Blocking network I/O: call it off the JS thread. ggml aborts the
 // process when an endpoint cannot be reached, so the JS side checks each endpoint first (handshake).
-NativeError RpcDevices(const std::vector<std::string>& endpoints, std::vector<ggml_backend_dev_t>* out);
+NativeError RpcDevices(const std::vector<std::string>& endpoints, bool appendLocal, std::vector<ggml_backend_dev_t>* out);
 
 }  // namespace lp

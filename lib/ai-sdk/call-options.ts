@@ -33,10 +33,10 @@ export function mapCallOptions(o: LanguageModelV4CallOptions, modelId: string): 
     return [];
   });
   const choice = toolChoice(o.toolChoice);
-  if (o.topK !== undefined) warnings.push({ type: "unsupported", feature: "topK" });
-  if (o.presencePenalty !== undefined) warnings.push({ type: "unsupported", feature: "presencePenalty" });
-  if (o.frequencyPenalty !== undefined) warnings.push({ type: "unsupported", feature: "frequencyPenalty" });
-  if (o.headers !== undefined && Object.keys(o.headers).length > 0) warnings.push({ type: "unsupported", feature: "headers", details: "the model runs in-process" });
+  // Not in this build's sampler yet (an OpenAI request with them is a 400; here a warning, as the AI SDK expects).
+  if (o.presencePenalty !== undefined && o.presencePenalty !== 0) warnings.push({ type: "unsupported", feature: "presencePenalty" });
+  if (o.frequencyPenalty !== undefined && o.frequencyPenalty !== 0) warnings.push({ type: "unsupported", feature: "frequencyPenalty" });
+  // headers: the AI SDK always sends some (user agent); in-process they have no meaning, so no warning.
 
   let responseFormat: ChatCompletionRequest["response_format"];
   if (o.responseFormat?.type === "json") {
@@ -60,6 +60,7 @@ export function mapCallOptions(o: LanguageModelV4CallOptions, modelId: string): 
     ...(o.maxOutputTokens !== undefined ? { max_tokens: o.maxOutputTokens } : {}),
     ...(o.temperature !== undefined ? { temperature: o.temperature } : {}),
     ...(o.topP !== undefined ? { top_p: o.topP } : {}),
+    ...(o.topK !== undefined ? { top_k: o.topK } : {}),
     ...(o.seed !== undefined ? { seed: o.seed } : {}),
     ...(o.stopSequences !== undefined && o.stopSequences.length > 0 ? { stop: o.stopSequences } : {}),
     ...(Object.keys(kwargs).length > 0 ? { chat_template_kwargs: kwargs } : {}),

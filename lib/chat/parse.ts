@@ -52,6 +52,11 @@ function mapperView(ast: PegAst, input: Uint8Array, partial: boolean): MapperAst
   };
 }
 
+/** Whether the plan's format rebuilds messages with its own mapper instead of `mapChatAst`. */
+export function hasFormatMapper(format: string): boolean {
+  return formatMapper(format) !== undefined;
+}
+
 function formatView(ast: PegAst, view: ReturnType<typeof mapperView>): FormatAstView {
   return {
     roots: ast.roots,
@@ -94,7 +99,9 @@ export function runChatParser(plan: ChatPlan, input: Uint8Array, partial: boolea
     message.content = decodeRange(input, skip, input.length, partial);
     return { message, result: null, consumed: input.length, failure: null };
   }
-  const result = (using ?? plan.parser).parse(input, { partial: true });
+  // Stray invalid UTF-8 in a model's output reads as U+FFFD instead of failing the parse (the
+  // reference fails, and a tool call after the stray byte would become content).
+  const result = (using ?? plan.parser).parse(input, { partial: true, lossyUtf8: true });
   if (result.type === "fail" && !(partial && result.end > 0)) {
     return { message: emptyAssistantMessage(), result, consumed: 0, failure: { position: result.end, reason: `the model output does not match the expected ${plan.format} format` } };
   }

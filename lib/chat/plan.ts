@@ -8,6 +8,8 @@ import type { PromptSegment } from "./prompt.js";
 /** Parses one input (a `PegArena`, or the incremental parser it hands out). */
 export interface ChatInputParser {
   parse(input: string | Uint8Array, options?: PegParseOptions): PegParseResult;
+  /** Parses the previous input followed by `piece` (a `PegStreamParser`: no re-check of the previous input). */
+  extend?(piece: Uint8Array, options?: PegParseOptions): PegParseResult;
 }
 
 /** The part of a PEG arena the chat layer uses (a `PegArena` satisfies it). */

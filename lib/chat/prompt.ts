@@ -225,3 +225,29 @@ export function tokenizeChatPrompt(model: Model, prompt: string, segments: reado
   if (addSpecial) out.push(...info.suffix);
   return Int32Array.from(out);
 }
+
+/**
+ * `tokenizeChatPrompt` without blocking the event loop on a large prompt: the tokenizer runs on a
+ * native thread (`model.tokenizeAsync`) wherever a stretch is long.
+ */
+export async function tokenizeChatPromptAsync(
+  model: Model,
+  prompt: string,
+  segments: readonly PromptSegment[] | undefined,
+  options: TokenizePromptOptions = {},
+): Promise<Int32Array> {
+  const addSpecial = options.addSpecial ?? true;
+  const segs = segments ?? [];
+  if (options.specialTokensInMessages === true || segs.length === 0) return model.tokenizeAsync(prompt, { addSpecial, parseSpecial: true });
+  checkSegments(segs, prompt.length);
+  const info = modelTokenInfo(model);
+  if (options.forcePartition !== true && !messagesHoldSpecialText(prompt, segs, info.specials))
+    return model.tokenizeAsync(prompt, { addSpecial, parseSpecial: true });
+  const out: number[] = addSpecial ? [...info.prefix] : [];
+  for (const f of partitionPrompt(prompt, segs, info.specials)) {
+    if ("token" in f) out.push(f.token);
+    else for (const t of await model.tokenizeAsync(f.text, { addSpecial: false, parseSpecial: false })) out.push(t);
+  }
+  if (addSpecial) out.push(...info.suffix);
+  return Int32Array.from(out);
+}

@@ -3,7 +3,8 @@
  * Loopback only unless an API key is set or unauthenticated access is asked for by name.
  */
 import { loadModel, type Context } from "../llama/index.js";
-import { startServer } from "../server/index.js";
+import { startServer, type ServerOptions } from "../server/index.js";
+import { resolveServerOptions } from "../server/options.js";
 import { ensureTestModel } from "../test-model/index.js";
 import { intFlag, parseFlags, stringFlag } from "./args.js";
 import { loadedModelFacts, summarizeModel } from "./model-summary.js";
@@ -58,6 +59,18 @@ export async function serveCommand(argv: string[]): Promise<void> {
   const threads = values.threads === undefined ? undefined : intFlag(values, "threads", 1, 1, 1024);
   const apiKey = stringFlag(values, "api-key") ?? (process.env.LLAMAPEG_API_KEY || undefined);
   const note = styleFor(process.stderr);
+  const modelId = stringFlag(values, "model-id");
+  const options: ServerOptions = {
+    host: stringFlag(values, "host") ?? "127.0.0.1",
+    port,
+    ...(apiKey !== undefined ? { apiKey } : {}),
+    allowUnauthenticated: values["allow-unauthenticated"] === true,
+    bodyLimit,
+    maxQueue,
+    ...(modelId !== undefined ? { modelId } : {}),
+    log: (line) => process.stderr.write(`${note.dim(line)}\n`),
+  };
+  resolveServerOptions(options); // a refused host fails before the model loads
 
   const modelPath = stringFlag(values, "model") ?? (await ensureTestModel("tiny"));
   const bar = progressBar("loading model");
@@ -66,16 +79,7 @@ export async function serveCommand(argv: string[]): Promise<void> {
   try {
     // One context per slot until contexts hold several sequences (each holds contextSize tokens of KV cache).
     const contexts: Context[] = Array.from({ length: parallel }, () => model.createContext({ contextSize, ...(threads === undefined ? {} : { threads }) }));
-    const server = await startServer(contexts, {
-      host: stringFlag(values, "host") ?? "127.0.0.1",
-      port,
-      ...(apiKey !== undefined ? { apiKey } : {}),
-      allowUnauthenticated: values["allow-unauthenticated"] === true,
-      bodyLimit,
-      maxQueue,
-      ...(stringFlag(values, "model-id") !== undefined ? { modelId: stringFlag(values, "model-id")! } : {}),
-      log: (line) => process.stderr.write(`${note.dim(line)}\n`),
-    });
+    const server = await startServer(contexts, options);
     process.stderr.write(`llamapeg serve: ${summarizeModel(loadedModelFacts(model))} · ${parallel} slot${parallel === 1 ? "" : "s"}${apiKey !== undefined ? " · API key required" : ""}\n`);
     process.stdout.write(`${server.url}/v1\n`);
     await new Promise<void>((resolve) => {

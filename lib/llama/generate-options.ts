@@ -1,4 +1,5 @@
 /** Validation and defaults of `context.generate()` options, and grammar trigger resolution. */
+import { checkGbnf } from "../gbnf/check.js";
 import { LlamapegError, ArgumentTypeError } from "../errors.js";
 import type { NativeGenerateOptions, NativeGrammar } from "../native/binding.js";
 import type { Model } from "./model.js";
@@ -57,7 +58,16 @@ export interface GenerateOptions {
    * or greedy, enough admitted candidates among them); otherwise it does the full pass.
    */
   grammarResample?: "fast" | "reference";
+  /**
+   * When the sequence is full: false stops with stopReason "context_full"; true (or `{keep}`)
+   * drops the older half of its tokens after the first `keep` and goes on, as llama-server's
+   * context shift does (`keep` defaults to 1 when the model adds BOS, else 0). Default: the
+   * context's `contextShift` option (false).
+   */
+  contextShift?: ContextShift;
 }
+
+export type ContextShift = boolean | { keep?: number };
 
 export interface ResolvedGenerateOptions {
   native: NativeGenerateOptions;
@@ -78,6 +88,7 @@ const generateKeys = [
   "preservedTokens",
   "special",
   "grammarResample",
+  "contextShift",
 ] as const;
 
 const grammarKeys = ["gbnf", "root", "lazy", "triggerWords", "triggerPatterns", "triggerTokens", "prefill"] as const;
@@ -87,7 +98,22 @@ export function escapeRegex(text: string): string {
   return text.replace(/[.^$|()*+?[\]{}\\]/g, "\\$&");
 }
 
-export function resolveGenerateOptions(model: Model, options: GenerateOptions | undefined): ResolvedGenerateOptions {
+/** Validates a contextShift option (of a context or a generation) into the native pair. */
+export function resolveContextShift(model: Model, value: unknown, name: string): { contextShift: boolean; contextShiftKeep: number } {
+  const bosKeep = model.addBos ? 1 : 0;
+  if (value === undefined || value === false) return { contextShift: false, contextShiftKeep: bosKeep };
+  if (value === true) return { contextShift: true, contextShiftKeep: bosKeep };
+  if (value === null || typeof value !== "object" || Array.isArray(value)) throw new ArgumentTypeError(`${name} must be a boolean or {keep: number}`);
+  const o = value as Record<string, unknown>;
+  checkKeys(o, ["keep"], name);
+  return { contextShift: true, contextShiftKeep: int(o.keep, `${name}.keep`, bosKeep, 0, 1 << 30) };
+}
+
+export function resolveGenerateOptions(
+  model: Model,
+  options: GenerateOptions | undefined,
+  defaults: { contextShift?: ContextShift } = {},
+): ResolvedGenerateOptions {
   const o = optionalObject(options, "options");
   checkKeys(o, generateKeys, "generate options");
   const signal = o.signal;
@@ -121,6 +147,7 @@ export function resolveGenerateOptions(model: Model, options: GenerateOptions | 
     special: bool(o.special, "special", false),
     grammar,
     grammarResample: oneOf(o.grammarResample, "grammarResample", ["fast", "reference"] as const, "fast"),
+    ...resolveContextShift(model, o.contextShift === undefined ? defaults.contextShift : o.contextShift, "contextShift"),
     // Hand-off tuning: a batch every 16 tokens or 5 ms; at most 256 tokens ahead of the reader.
     flushTokens: 16,
     flushMs: 5,
@@ -136,6 +163,8 @@ function resolveGrammar(model: Model, value: unknown, preserved: Set<number>): N
   const gbnf = str(g.gbnf, "grammar.gbnf");
   if (gbnf.trim().length === 0) throw new ArgumentTypeError("grammar.gbnf must not be empty");
   const root = g.root === undefined ? "root" : str(g.root, "grammar.root");
+  // what llama.cpp's grammar parser rejects or chokes on is ERR_GRAMMAR_INVALID before it runs
+  checkGbnf(gbnf, { root });
   const lazy = bool(g.lazy, "grammar.lazy", false);
   const words = stringList(g.triggerWords, "grammar.triggerWords");
   const patterns = stringList(g.triggerPatterns, "grammar.triggerPatterns");

@@ -67,7 +67,7 @@ export class CompletionAssembler {
     chunks.push(...this.frameChunks(final));
     const message = final.message;
     const reason: FinishReason =
-      summary.stopReason === "length" && this.stops.matched === null ? "length" : message.tool_calls.length > 0 ? "tool_calls" : "stop";
+      (summary.stopReason === "length" || summary.stopReason === "context_full") && this.stops.matched === null ? "length" : message.tool_calls.length > 0 ? "tool_calls" : "stop";
     chunks.push(chunk(this.meta, {}, reason));
     const usage = {
       prompt_tokens: summary.promptTokens,

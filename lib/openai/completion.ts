@@ -59,6 +59,9 @@ function prepareWith(target: CompletionTarget, r: NormalizedChatRequest, info: T
     ...(r.maxTokens !== undefined ? { maxTokens: r.maxTokens } : {}),
     ...(r.temperature !== undefined ? { temperature: r.temperature } : {}),
     ...(r.topP !== undefined ? { topP: r.topP } : {}),
+    ...(r.topK !== undefined ? { topK: r.topK } : {}),
+    ...(r.minP !== undefined ? { minP: r.minP } : {}),
+    ...(r.repeatPenalty !== undefined ? { repeatPenalty: r.repeatPenalty } : {}),
     ...(r.seed !== undefined ? { seed: r.seed >>> 0 } : {}),
     ...(r.signal !== undefined ? { signal: r.signal } : {}),
   };

@@ -4,6 +4,7 @@
  */
 import { normalizeApplyRequest, type ApplyChatRequest, type NormalizedApplyRequest } from "../chat/apply/index.js";
 import { invalidRequest } from "./errors.js";
+import { checkRequestFields, resolveAllowedTools, thinkingFromEffort } from "./request-fields.js";
 import type { ChatCompletionRequest } from "./types.js";
 
 export interface NormalizedChatRequest {
@@ -13,6 +14,10 @@ export interface NormalizedChatRequest {
   maxTokens: number | undefined;
   temperature: number | undefined;
   topP: number | undefined;
+  /** llama.cpp extensions. */
+  topK: number | undefined;
+  minP: number | undefined;
+  repeatPenalty: number | undefined;
   seed: number | undefined;
   stop: string[];
   stream: boolean;
@@ -45,12 +50,20 @@ const CHAT_FIELDS = ["messages", "tools", "tool_choice", "parallel_tool_calls", 
  */
 export function normalizeChatRequest(raw: ChatCompletionRequest): NormalizedChatRequest {
   if (!isObject(raw)) invalidRequest("request", "expected an object");
-  const r = raw as unknown as Record<string, unknown>;
+  checkRequestFields(raw as unknown as Record<string, unknown>);
+  const r = resolveAllowedTools(raw as unknown as Record<string, unknown>);
   const chatFields: Record<string, unknown> = {};
-  for (const k of CHAT_FIELDS) if (r[k] !== undefined) chatFields[k] = r[k];
+  for (const k of CHAT_FIELDS) if (r[k] !== undefined && r[k] !== null) chatFields[k] = r[k];
+  // reasoning_effort is the thinking switch, unless chat_template_kwargs sets it explicitly.
+  const thinking = thinkingFromEffort(r.reasoning_effort);
+  const kwargs = chatFields.chat_template_kwargs as Record<string, unknown> | undefined;
+  if (thinking !== undefined && (typeof kwargs !== "object" || kwargs?.enable_thinking === undefined)) {
+    chatFields.chat_template_kwargs = typeof kwargs === "object" && kwargs !== null ? { ...kwargs, enable_thinking: thinking } : kwargs === undefined ? { enable_thinking: thinking } : kwargs;
+  }
   const chat = normalizeApplyRequest(chatFields as unknown as ApplyChatRequest);
   if (chat.messages.length === 0) invalidRequest("messages", "expected at least one message");
-  optNumber(r, "n", 1, 1, true);
+  const n = optNumber(r, "n", 1, 128, true);
+  if (n !== undefined && n > 1) invalidRequest("n", `only 1 choice per request in this build (got ${n})`);
   const maxTokens = optNumber(r, "max_completion_tokens", 1, 2 ** 31 - 1, true) ?? optNumber(r, "max_tokens", 1, 2 ** 31 - 1, true);
   let stop: string[] = [];
   if (typeof r.stop === "string") stop = [r.stop];
@@ -73,6 +86,9 @@ export function normalizeChatRequest(raw: ChatCompletionRequest): NormalizedChat
     maxTokens,
     temperature: optNumber(r, "temperature", 0, 2),
     topP: optNumber(r, "top_p", 0, 1),
+    topK: optNumber(r, "top_k", 0, 2 ** 30, true),
+    minP: optNumber(r, "min_p", 0, 1),
+    repeatPenalty: optNumber(r, "repeat_penalty", Number.MIN_VALUE, 100),
     seed: optNumber(r, "seed", -(2 ** 53), 2 ** 53, true),
     stop,
     stream,

@@ -22,7 +22,7 @@
  *    Leaving the iteration early (break) must end the generation too.
  */
 import type { GrammarTrigger } from "../chat/plan.js";
-import { tokenizeChatPrompt } from "../chat/prompt.js";
+import { tokenizeChatPrompt, tokenizeChatPromptAsync } from "../chat/prompt.js";
 import { LlamapegError } from "../errors.js";
 import type { GenerateOptions, GrammarOptions } from "../llama/generate-options.js";
 import type { GeneratedToken, GenerationStats } from "../llama/generation.js";
@@ -65,6 +65,12 @@ export interface TargetRequest {
   maxTokens?: number;
   temperature?: number;
   topP?: number;
+  /** llama.cpp's top_k (0 disables). */
+  topK?: number;
+  /** llama.cpp's min_p (0 disables). */
+  minP?: number;
+  /** llama.cpp's repeat_penalty over the last 64 tokens (1 disables). */
+  repeatPenalty?: number;
   /** uint32 */
   seed?: number;
   signal?: AbortSignal;
@@ -145,6 +151,13 @@ export function tokenizePrompt(model: Model, prompt: PromptInput): number[] {
   return Array.from(tokenizeChatPrompt(model, prompt.text, segmentUnitRanges(prompt.text, segments)));
 }
 
+/** `tokenizePrompt` off the JS thread for long prompts (the target's own tokenization). */
+export async function tokenizePromptAsync(model: Model, prompt: PromptInput): Promise<Int32Array> {
+  const segments = prompt.segments ?? [];
+  if (segments.length === 0) return model.tokenizeAsync(prompt.text, { addSpecial: true, parseSpecial: true });
+  return tokenizeChatPromptAsync(model, prompt.text, segmentUnitRanges(prompt.text, segments));
+}
+
 /** UTF-8 byte ranges of `text` as UTF-16 ranges (the local tokenizer slices JS strings). */
 function segmentUnitRanges(text: string, segments: readonly PromptSegment[]): PromptSegment[] {
   const out: PromptSegment[] = [];
@@ -213,18 +226,23 @@ class TokenGeneratorTarget implements CompletionTarget {
     return { name, chatTemplate: model.chatTemplate(), toolUseTemplate: model.chatTemplate("tool_use"), bos: specialText(model, model.bos), eos: specialText(model, model.eos) };
   }
 
-  generate(request: TargetRequest): TargetGeneration {
+  async generate(request: TargetRequest): Promise<TargetGeneration> {
     const model = this.#generator.model;
     const options: GenerateOptions = {
       ...(request.maxTokens !== undefined ? { maxTokens: request.maxTokens } : {}),
       ...(request.temperature !== undefined ? { temperature: request.temperature } : {}),
       ...(request.topP !== undefined ? { topP: request.topP } : {}),
+      ...(request.topK !== undefined ? { topK: request.topK } : {}),
+      ...(request.minP !== undefined ? { minP: request.minP } : {}),
+      ...(request.repeatPenalty !== undefined ? { repeatPenalty: request.repeatPenalty } : {}),
       ...(request.seed !== undefined ? { seed: request.seed } : {}),
       ...(request.signal !== undefined ? { signal: request.signal } : {}),
       ...(request.grammar !== null ? { grammar: nativeGrammar(model, request.grammar) } : {}),
       // The native sampler keeps only single tokens whole; llama.cpp skips the others too.
       preservedTokens: request.preservedTokens.filter((t) => singleToken(model, t) !== null),
     };
-    return this.#generator.generate(tokenizePrompt(model, request.prompt), options);
+    // A long prompt tokenizes on a native thread: the event loop keeps running meanwhile.
+    const ids = await tokenizePromptAsync(model, request.prompt);
+    return this.#generator.generate(ids, options);
   }
 }

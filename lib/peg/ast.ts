@@ -61,6 +61,11 @@ export interface RunSource {
   readonly tagged: boolean;
 }
 
+/** Node flags: the parser needed more input; its parse did not look at the end of the input; the node or a descendant has a tag. @internal */
+export const PARTIAL = 1;
+export const SETTLED = 2;
+export const TAGGED = 4;
+
 /**
  * Growable columnar storage for AST nodes (no object per node). Children of node i are
  * `kids[kidStart[i] .. kidStart[i] + kidCount[i])`, with `run[i]` (when set) inserted after the
@@ -74,11 +79,8 @@ export class AstBuffers {
   tag: string[] = [];
   start: number[] = [];
   end: number[] = [];
-  partial: boolean[] = [];
-  /** the node's parse did not look at the end of the input */
-  settled: boolean[] = [];
-  /** the node or a descendant has a tag */
-  tagged: boolean[] = [];
+  /** per node: PARTIAL | SETTLED | TAGGED bits */
+  flags: number[] = [];
   kidStart: number[] = [];
   kidCount: number[] = [];
   run: (KidRun | null)[] = [];
@@ -99,14 +101,14 @@ export class AstBuffers {
     const id = this.size++;
     const kids = this.kids;
     const kidStart = kids.length;
-    const tagFlags = this.tagged;
+    const flags = this.flags;
     let tagged = tag !== "";
     let run: KidRun | null = null;
     for (let i = from; i < to; i++) {
       const k = stack[i]!;
       if (k !== RUN_MARK) {
         kids.push(k);
-        if (!tagged && tagFlags[k]) tagged = true;
+        if (!tagged && (flags[k]! & TAGGED) !== 0) tagged = true;
         continue;
       }
       const src = runs[stack[i + 1]!]!;
@@ -120,9 +122,7 @@ export class AstBuffers {
     this.tag.push(tag);
     this.start.push(start);
     this.end.push(end);
-    this.partial.push(partial);
-    this.settled.push(settled);
-    this.tagged.push(tagged);
+    flags.push((partial ? PARTIAL : 0) | (settled ? SETTLED : 0) | (tagged ? TAGGED : 0));
     this.kidStart.push(kidStart);
     this.kidCount.push(kids.length - kidStart);
     this.run.push(run);
@@ -205,7 +205,7 @@ export class PegAst {
 
   isPartial(id: PegAstId): boolean {
     this.check(id);
-    return this.buf.partial[id]!;
+    return (this.buf.flags[id]! & PARTIAL) !== 0;
   }
 
   children(id: PegAstId): PegAstId[] {
@@ -248,13 +248,13 @@ export class PegAst {
    */
   isSettled(id: PegAstId): boolean {
     this.check(id);
-    return this.buf.settled[id]!;
+    return (this.buf.flags[id]! & SETTLED) !== 0;
   }
 
   /** Whether the node or one of its descendants has a tag (false: a tag-driven reader can skip the subtree). */
   hasTags(id: PegAstId): boolean {
     this.check(id);
-    return this.buf.tagged[id]!;
+    return (this.buf.flags[id]! & TAGGED) !== 0;
   }
 
   /**

@@ -9,7 +9,7 @@
  * - AST node ids produced on the way to a result live on one shared stack instead of per-result vectors.
  */
 import { LlamapegError } from "../errors.js";
-import { AstBuffers, PegAst, expandStack, stackIdCount } from "./ast.js";
+import { AstBuffers, PegAst, TAGGED, expandStack, stackIdCount } from "./ast.js";
 import { dumpNode } from "./dump.js";
 import { type FirstSet, firstBytes } from "./first.js";
 import { compileChars, compileStringContent, compileUntil } from "./leaves.js";
@@ -64,19 +64,32 @@ export class CompiledParser {
    */
   parseIncremental(session: IncrementalSession, root: PegNodeId, input: string | Uint8Array, options: PegParseOptions = {}): PegParseResult {
     const bytes = typeof input === "string" ? utf8Encode(input) : input;
+    const prev = session.input;
+    const continues = prev !== undefined && bytes.length >= prev.length && Buffer.compare(bytes.subarray(0, prev.length), prev) === 0;
+    const result = this.parseSession(session, root, bytes, options, continues);
+    session.remember(bytes, continues);
+    return result;
+  }
+
+  /**
+   * Parses the session's previous input followed by `piece`, without comparing the previous input
+   * again (the session holds its own copy). The input parsed is `result.ast.input`.
+   */
+  extendIncremental(session: IncrementalSession, root: PegNodeId, piece: Uint8Array, options: PegParseOptions = {}): PegParseResult {
+    const continues = session.input !== undefined;
+    return this.parseSession(session, root, session.append(piece), options, continues);
+  }
+
+  private parseSession(session: IncrementalSession, root: PegNodeId, bytes: Uint8Array, options: PegParseOptions, extendsPrevious: boolean): PegParseResult {
     const partial = options.partial === true;
     const lossy = options.lossyUtf8 === true;
-    const prev = session.input;
     const continues =
-      prev !== undefined &&
+      extendsPrevious &&
       session.partial === partial &&
       session.lossy === lossy &&
       session.root === root &&
       (options.start ?? 0) === session.start &&
-      bytes.length >= prev.length &&
-      Buffer.compare(bytes.subarray(0, prev.length), prev) === 0 &&
-      // nodes of abandoned parses pile up in the shared buffers; start over once they dominate (a
-      // node re-created on every parse, such as a long open JSON array, re-lists all its children)
+      // nodes of abandoned parses pile up in the shared buffers; start over once they dominate
       session.ast.size <= 4 * (bytes.length + 256) &&
       session.ast.kids.length <= 16 * (bytes.length + 256);
     if (continues) {
@@ -91,10 +104,10 @@ export class CompiledParser {
       result = this.run(root, bytes, options, session.scratch, session.ast, true);
     } catch (e) {
       // the memo may hold entries computed on this input: the next parse must not trust them
-      session.input = undefined;
+      session.trusted = false;
       throw e;
     }
-    session.remember(bytes, continues);
+    session.trusted = true;
     session.partial = partial;
     session.lossy = lossy;
     session.root = root;
@@ -131,24 +144,52 @@ export class CompiledParser {
 export class IncrementalSession {
   readonly scratch = new Scratch();
   ast = new AstBuffers();
-  /** a copy of the previous input (a view of `buf`), undefined when the next parse starts over */
-  input: Uint8Array | undefined;
+  /** the memo and AST buffers hold the parse of the held input (false: the next parse starts over) */
+  trusted = false;
   partial = false;
   lossy = false;
   root = -1;
   start = 0;
-  /** grows by doubling, so remembering a longer input copies only the new bytes */
+  /** a copy of the input parsed last, `buf[0..len)`; grows by doubling, so each parse copies only the new bytes */
   private buf = new Uint8Array(0);
+  private len = 0;
 
+  /** The previous input when its parse can be continued, else undefined. */
+  get input(): Uint8Array | undefined {
+    return this.trusted ? this.buf.subarray(0, this.len) : undefined;
+  }
+
+  /** Forgets the previous input. */
+  forget(): void {
+    this.trusted = false;
+    this.len = 0;
+  }
+
+  private reserve(n: number): void {
+    if (n <= this.buf.length) return;
+    const bigger = new Uint8Array(Math.max(n, 2 * this.buf.length, 1024));
+    bigger.set(this.buf.subarray(0, this.len));
+    this.buf = bigger;
+  }
+
+  /** Holds a copy of `bytes` (only the bytes past the previous input when it is their prefix). */
   remember(bytes: Uint8Array, extendsPrevious: boolean): void {
-    const have = extendsPrevious ? this.input!.length : 0;
-    if (bytes.length > this.buf.length) {
-      const bigger = new Uint8Array(Math.max(bytes.length, 2 * this.buf.length, 1024));
-      bigger.set(this.buf.subarray(0, have));
-      this.buf = bigger;
-    }
+    const have = extendsPrevious ? this.len : 0;
+    if (!extendsPrevious) this.len = 0;
+    this.reserve(bytes.length);
     this.buf.set(bytes.subarray(have), have);
-    this.input = this.buf.subarray(0, bytes.length);
+    this.len = bytes.length;
+  }
+
+  /**
+   * Appends `piece` to the held input and returns the whole input (a view that later appends do not
+   * change: they write past its end, or into a new buffer).
+   */
+  append(piece: Uint8Array): Uint8Array {
+    this.reserve(this.len + piece.length);
+    this.buf.set(piece, this.len);
+    this.len += piece.length;
+    return this.buf.subarray(0, this.len);
   }
 }
 
@@ -525,8 +566,8 @@ function resumeRepetition(s: ParseState, pos: number, id: PegNodeId, loop: Repet
     }
     const n = expandStack(s.stack, base, s.repSp, s.reps, entry.ids, entry.n);
     if (!entry.tagged) {
-      const tagged = s.ast.tagged;
-      for (let i = entry.n; i < n; i++) if (tagged[entry.ids[i]!]) entry.tagged = true;
+      const flags = s.ast.flags;
+      for (let i = entry.n; i < n; i++) if ((flags[entry.ids[i]!]! & TAGGED) !== 0) entry.tagged = true;
     }
     entry.n = n;
     entry.count = s.repCount;

@@ -149,6 +149,14 @@ describe("llamapeg/ai-sdk with the ai package", () => {
     expect(context.tokens.length).toBeLessThan(1500);
   });
 
+  it("settings: topK reaches the sampler (topK 1 is greedy); penalties are warnings", async () => {
+    const llamapeg = createLlamapeg({ context });
+    const greedy = await generateText({ model: llamapeg(), prompt: "count", maxOutputTokens: 16, temperature: 0 });
+    const k1 = await generateText({ model: llamapeg(), prompt: "count", maxOutputTokens: 16, temperature: 1.5, topK: 1, seed: 3, presencePenalty: 0.5 });
+    expect(k1.text).toBe(greedy.text);
+    expect(k1.warnings).toEqual([{ type: "unsupported", feature: "presencePenalty" }]);
+  });
+
   it("calls on one context run one after another", async () => {
     const llamapeg = createLlamapeg({ context });
     const runs = await Promise.all([1, 2, 3].map((seed) => generateText({ model: llamapeg(), prompt: `q${seed}`, maxOutputTokens: 8, seed })));

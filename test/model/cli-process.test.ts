@@ -1,6 +1,7 @@
 // The `llamapeg` executable (dist/cli/main.js, built by `npm run build:ts`) as a user runs it:
 // exit statuses, a prompt piped on stdin, plain text (no ANSI) when the output is not a terminal.
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
+import { once } from "node:events";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -68,5 +69,35 @@ describe("standard input and plain output", () => {
     expect(r.status, r.stderr).toBe(0);
     expect(r.stdout).toMatch(/^model\s+qwen2 · 19\.5M parameters · F16 · 37\.3 MiB$/m);
     expect(r.stdout).not.toContain("?B");
+  });
+});
+
+describe("llamapeg serve", () => {
+  it("prints its URL, answers, and exits 0 on SIGTERM; a public host without a key exits 1", async () => {
+    const child = spawn(process.execPath, [bin, "serve", "--port", "0", "--threads", "2"], { env, stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    let err = "";
+    child.stdout.on("data", (d: Buffer) => (out += d.toString()));
+    child.stderr.on("data", (d: Buffer) => (err += d.toString()));
+    const exited = once(child, "exit");
+    try {
+      for (let i = 0; i < 600 && !/\/v1\n/.test(out); i++) await new Promise((r) => setTimeout(r, 50));
+      const url = out.trim();
+      expect(url, err).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/v1$/);
+      const models = (await (await fetch(`${url}/models`)).json()) as { data: { id: string }[] };
+      expect(models.data).toHaveLength(1);
+      const c = await fetch(`${url}/chat/completions`, { method: "POST", body: JSON.stringify({ messages: [{ role: "user", content: "hi" }], max_tokens: 4 }) });
+      expect(c.status).toBe(200);
+    } finally {
+      child.kill("SIGTERM");
+    }
+    const [code] = await exited;
+    expect(code, err).toBe(0);
+    expect(err).toMatch(/POST \/v1\/chat\/completions 200/);
+    expect(err).toMatch(/shutting down/);
+
+    const open = llamapeg(["serve", "--host", "0.0.0.0", "--port", "0"]);
+    expect(open.status).toBe(1);
+    expect(open.stderr).toMatch(/^llamapeg: host: 0\.0\.0\.0 is reachable from other machines; set an API key/m);
   });
 });

@@ -172,6 +172,24 @@ describe("concurrency", () => {
   });
 });
 
+describe("shutdown", () => {
+  it("close() aborts a running stream, fails a queued request with 503, and resolves", async () => {
+    const small = await startServer([reference], { port: 0 });
+    const long = JSON.stringify({ messages: [{ role: "user", content: "go" }], max_tokens: 3000, stream: true });
+    const running = raw(`${small.url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: long }).catch((e: unknown) => e);
+    expect(await poll(() => reference.busy, 10_000)).toBe(true);
+    const queued = raw(`${small.url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: long });
+    expect(await poll(async () => (JSON.parse((await raw(`${small.url}/health`)).body) as { queued: number }).queued === 1, 10_000)).toBe(true);
+    await small.close();
+    expect((await queued).status).toBe(503);
+    const r = await running;
+    // The stream ended early: an error event (aborted) instead of [DONE], or a cut connection.
+    if (!(r instanceof Error)) expect((r as { body: string }).body).not.toMatch(/data: \[DONE\]/);
+    expect(await poll(() => !reference.busy, 10_000)).toBe(true);
+    expect(reference.tokens.length).toBeLessThan(1500);
+  });
+});
+
 describe("bad requests", () => {
   const post = (body: string | Buffer, headers: Record<string, string> = auth) => raw(`${base}/v1/chat/completions`, { method: "POST", headers, body });
 
@@ -220,6 +238,33 @@ describe("bad requests", () => {
     const method = await raw(`${base}/v1/chat/completions`, { headers: auth });
     expect(method.status).toBe(405);
     expect(method.headers.allow).toBe("POST");
+  });
+});
+
+describe("the request contract over HTTP", () => {
+  const complete = async (extra: Record<string, unknown>) => {
+    const r = await raw(`${base}/v1/chat/completions`, { method: "POST", headers: auth, body: JSON.stringify({ model: "tiny", messages: [{ role: "user", content: "Count" }], max_tokens: 24, ...extra }) });
+    return { status: r.status, body: JSON.parse(r.body) as { choices: { message: { content: string } }[]; error?: { param: string } } };
+  };
+
+  it("llama.cpp's top_k and min_p reach the sampler: top_k 1 or min_p 1 at a high temperature is greedy", async () => {
+    const greedy = await complete({ temperature: 0 });
+    expect(greedy.status).toBe(200);
+    for (const extra of [{ top_k: 1 }, { min_p: 1 }]) {
+      const r = await complete({ temperature: 1.5, seed: 11, ...extra });
+      expect(r.body.choices[0]!.message.content, JSON.stringify(extra)).toBe(greedy.body.choices[0]!.message.content);
+    }
+    // The control: the same temperature and seed without the cut-off samples something else.
+    expect((await complete({ temperature: 1.5, seed: 11 })).body.choices[0]!.message.content).not.toBe(greedy.body.choices[0]!.message.content);
+  });
+
+  it("fields this build cannot honour are 400s naming them; fields ignored by design pass", async () => {
+    for (const [field, value] of [["logprobs", true], ["frequency_penalty", 0.4], ["n", 3], ["temprature", 1]] as const) {
+      const r = await complete({ [field]: value });
+      expect(r.status, field).toBe(400);
+      expect(r.body.error!.param).toBe(field);
+    }
+    expect((await complete({ user: "u1", metadata: { a: "b" }, logprobs: false })).status).toBe(200);
   });
 });
 

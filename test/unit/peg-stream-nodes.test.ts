@@ -133,6 +133,38 @@ describe("stream parser ASTs", () => {
   });
 });
 
+describe("stream parser extend(piece)", () => {
+  it("parses the previous input plus the piece: same results as fresh parses, any chunking and mode", () => {
+    fc.assert(
+      fc.property(pegExpr, fc.uint8Array({ maxLength: 30 }), chunking, fc.boolean(), fc.boolean(), (expr, bytes, chunks, partial, lossyUtf8) => {
+        const arena = buildFromExpr(expr);
+        const stream = arena.streamParser();
+        let n = 0;
+        for (const c of [...chunks, bytes.length]) {
+          const m = Math.min(bytes.length, n + c);
+          const r = stream.extend(bytes.subarray(n, m), { partial, lossyUtf8 });
+          n = m;
+          expect([...r.ast.input]).toEqual([...bytes.subarray(0, n)]);
+          expect(view(r), `prefix ${n}`).toEqual(view(arena.parse(bytes.subarray(0, n), { partial, lossyUtf8 })));
+          if (n === bytes.length) break;
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it("mixes with parse(), starts from an empty input after reset()", () => {
+    const stream = agent.streamParser();
+    const text = enc.encode(`<think>a</think>b<tool_call>{"k": [1, 2]}</tool_call>`);
+    stream.parse(text.subarray(0, 10), { partial: true });
+    expect(view(stream.extend(text.subarray(10, 30), { partial: true }))).toEqual(view(agent.parse(text.subarray(0, 30), { partial: true })));
+    expect(view(stream.parse(text.subarray(0, 40), { partial: true }))).toEqual(view(agent.parse(text.subarray(0, 40), { partial: true })));
+    expect(view(stream.extend(text.subarray(40)))).toEqual(view(agent.parse(text)));
+    stream.reset();
+    expect(view(stream.extend(text.subarray(0, 5), { partial: true }))).toEqual(view(agent.parse(text.subarray(0, 5), { partial: true })));
+  });
+});
+
 describe("lossyUtf8: stray bytes read as U+FFFD", () => {
   const content = buildPegParser((p) => p.tag("content", p.until("<x>")).then("<x>").then(p.tag("arg", p.json())).then(p.end()));
 

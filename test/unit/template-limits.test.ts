@@ -129,3 +129,24 @@ describe("template limits: real templates", () => {
     expect(peak.nesting).toBeLessThan(DEFAULT_TEMPLATE_LIMITS.maxNesting / 4);
   });
 });
+
+describe("template limits: analysis", () => {
+  it("a template that hangs only on an analysis probe fails at the first such probe, not after all of them", async () => {
+    const { analyzeTemplate } = await import("../../lib/chat/analysis/index.js");
+    // renders normally for the capability probes; loops on a tool call named like the analysis' own
+    const src =
+      "{% for m in messages %}{% if m.tool_calls %}{% for c in m.tool_calls %}{% if c.function.name != 'tool1' %}" +
+      "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}{% endif %}{% endfor %}{% endif %}" +
+      "<|{{ m.role }}|>{{ m.content }}{% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}";
+    let code: string | undefined;
+    let limit: string | undefined;
+    try {
+      analyzeTemplate(src, { bosToken: "", eosToken: "" });
+    } catch (e) {
+      code = (e as TemplateError).code;
+      limit = (e as TemplateError).limit;
+    }
+    expect(code).toBe("ERR_TEMPLATE_LIMIT");
+    expect(limit).toBe("steps");
+  });
+});

@@ -6,6 +6,8 @@ import path from "node:path";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 
+import { applyChatTemplate } from "../../lib/chat/apply/index.js";
+import { checkSegments } from "../../lib/chat/prompt.js";
 import { renderChatPrompt } from "../../lib/chat/template/chat-render.js";
 import { renderTemplateMarked } from "../../lib/chat/template/render.js";
 import { isMarkedAt } from "../../lib/chat/template/marks.js";
@@ -125,5 +127,24 @@ describe("input marks in chat prompts", () => {
       if (marker >= 0 && !p.prompt.slice(marker - 9, marker).includes("INJECTED")) expect(isMarkedAt(p.inputMarks, marker), f).toBe(false);
     }
     expect(checked).toBeGreaterThan(200);
+  });
+
+  it("every plan of every vendored template carries segments that cover the injected text", () => {
+    let plans = 0;
+    for (const f of fs.readdirSync(TEMPLATES).filter((x) => x.endsWith(".jinja"))) {
+      const src = fs.readFileSync(path.join(TEMPLATES, f), "utf8");
+      let plan;
+      try {
+        plan = applyChatTemplate(src, request);
+      } catch {
+        continue;
+      }
+      plans++;
+      expect(plan.promptSegments, f).toBeDefined();
+      checkSegments(plan.promptSegments!, plan.prompt.length);
+      const inside = (i: number): boolean => plan.promptSegments!.some((s) => s.start <= i && i < s.end);
+      for (let at = plan.prompt.indexOf("INJECTED"); at >= 0; at = plan.prompt.indexOf("INJECTED", at + 1)) expect(inside(at), `${f} @${at}`).toBe(true);
+    }
+    expect(plans).toBeGreaterThan(40);
   });
 });

@@ -55,21 +55,11 @@ export function compileTemplate(source: string): CompiledTemplate {
     if (e instanceof TemplateSyntaxError) throw syntaxError(e.message, e.offset, e);
     throw e;
   }
-  // the parser keeps no positions: the furthest token it looked at is where it stopped
-  let furthest = 0;
-  const tracked = new Proxy(tokens, {
-    get(target, key, receiver) {
-      if (typeof key === "string") {
-        const i = Number(key);
-        if (Number.isInteger(i) && i > furthest) furthest = i;
-      }
-      return Reflect.get(target, key, receiver);
-    },
-  });
   let program: NodeOf<"Program">;
   try {
-    program = parse(tracked as never) as unknown as NodeOf<"Program">;
-  } catch (e) {
+    program = parse(tokens as never) as unknown as NodeOf<"Program">;
+  } catch (first) {
+    const { error: e, furthest } = parseTracked(tokens, first);
     const offset = furthest < tokens.length ? tokens[furthest]!.start : normalized.length;
     if (e instanceof RangeError) {
       throw new TemplateError("ERR_TEMPLATE_LIMIT", `chat template nests too deeply to parse (at ${where(normalized, offset)})`, {
@@ -87,6 +77,29 @@ export function compileTemplate(source: string): CompiledTemplate {
   cache.set(hash, compiled);
   if (cache.size > CACHE_LIMIT) cache.delete(cache.keys().next().value!);
   return compiled;
+}
+
+/**
+ * Parses again, watching which tokens the parser reads (it keeps no positions): the furthest
+ * one is where it stopped. Only on the error path, so a good template is parsed at full speed.
+ */
+function parseTracked(tokens: PositionedToken[], first: unknown): { error: unknown; furthest: number } {
+  let furthest = 0;
+  const tracked = new Proxy(tokens, {
+    get(target, key, receiver) {
+      if (typeof key === "string") {
+        const i = Number(key);
+        if (Number.isInteger(i) && i > furthest) furthest = i;
+      }
+      return Reflect.get(target, key, receiver);
+    },
+  });
+  try {
+    parse(tracked as never);
+  } catch (e) {
+    return { error: e, furthest };
+  }
+  return { error: first, furthest: tokens.length };
 }
 
 /** "line L, column C" of an offset. */

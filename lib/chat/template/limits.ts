@@ -43,7 +43,7 @@ export const DEFAULT_TEMPLATE_LIMITS: Readonly<ResolvedLimits> = Object.freeze({
 });
 
 /** What one loop iteration costs beyond its body (the `loop` object, the bindings). */
-export const LOOP_ITERATION_COST = 8;
+export const LOOP_ITERATION_COST = 16;
 /** What one macro or caller() call costs beyond its body (a scope, the parameter bindings). */
 export const CALL_COST = 16;
 /** Characters of string built or read per work unit (copies run at memory speed, ~1 ns per 10 characters). */

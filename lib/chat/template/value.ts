@@ -272,7 +272,7 @@ export function asMarked(v: JValue): { v: string; m?: Marks } {
 
 function stringInto(b: MarkedBuilder, v: JValue, depth: number): void {
   checkDepth(depth);
-  spend(2);
+  spend(4);
   switch (v.kind) {
     case "string":
       b.append(v.v, v.m);
@@ -435,7 +435,8 @@ export function toJsonMarked(v: JValue, indent = -1, itemSep = indent < 0 ? ", "
 
 function jsonInto(b: MarkedBuilder, v: JValue, indent: number, itemSep: string, keySep: string, level: number): void {
   checkDepth(level);
-  spend(3);
+  // a JSON node costs several times a plain node (formatting, separators, escapes)
+  spend(8);
   const nl = indent >= 0 ? "\n" : "";
   const pad = (l: number): string => {
     if (indent <= 0) return "";
