@@ -6,11 +6,10 @@
 import { LlamapegError } from "../errors.js";
 import type { PegAst } from "../peg/ast.js";
 import type { PegParseResult } from "../peg/parse.js";
-import { mapGemma4Ast, mapMinimaxM3Ast, type FormatAstView } from "./format-mappers.js";
+import { formatMapper, type FormatAstView } from "./formats/registry.js";
 import { mapChatAst, type MapperAst, type MapperNode } from "./mapper.js";
 import { emptyAssistantMessage, type AssistantMessage } from "./messages.js";
 import type { ChatInputParser, ChatPlan } from "./plan.js";
-import { TAG } from "./tags.js";
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder("utf-8");
@@ -53,15 +52,9 @@ function mapperView(ast: PegAst, input: Uint8Array, partial: boolean): MapperAst
   };
 }
 
-/** Formats whose messages are rebuilt by a format-specific mapper (the reference's format names). */
-const FORMAT_MAPPERS: Readonly<Record<string, (ast: FormatAstView) => AssistantMessage>> = {
-  "peg-gemma4": mapGemma4Ast,
-  "peg-minimax-m3": mapMinimaxM3Ast,
-};
-
 /** Whether the plan's format rebuilds messages with its own mapper instead of `mapChatAst`. */
 export function hasFormatMapper(format: string): boolean {
-  return Object.hasOwn(FORMAT_MAPPERS, format);
+  return formatMapper(format) !== undefined;
 }
 
 function formatView(ast: PegAst, view: ReturnType<typeof mapperView>): FormatAstView {
@@ -80,62 +73,52 @@ export interface ChatParseOutcome {
   result: PegParseResult | null;
   /** Byte offset (in the parsed input, generation prompt included) up to which text went into the message. */
   consumed: number;
+  /** Set when the output does not match the plan: where (input offset) and why. */
+  failure: { position: number; reason: string } | null;
 }
 
 /**
  * Parses `input` (the generation prompt already in front) and maps it, with `using` instead of the
  * plan's parser when given (an incremental parser). Never throws for output that does not match;
- * the caller decides from `result.type`.
+ * the caller decides from `failure`.
+ *
+ * A finished output is parsed as the reference parses it (`common_chat_peg_parse` always sets the
+ * lenient flag): what the tree recognized up to the end of the output is the message, so an output
+ * that ends where the format could go on (a reasoning block never closed, a call cut by max_tokens)
+ * maps as far as it got, a cut call as that call with its arguments so far. Where the reference
+ * throws (the output stops matching), `failure` says where. One rule of ours on top: with
+ * `toolCallsRequired`, an output that ended by itself (not `truncated` by a token limit or a stop
+ * string) without a call is a failure.
  */
-export function runChatParser(plan: ChatPlan, input: Uint8Array, partial: boolean, using?: ChatInputParser | null): ChatParseOutcome {
+export function runChatParser(plan: ChatPlan, input: Uint8Array, partial: boolean, using?: ChatInputParser | null, truncated = false): ChatParseOutcome {
   if (plan.parser === null) {
     // Plain content: everything after the generation prompt (the reference's fallback parser
     // would put the prompt into the content too).
     const message = emptyAssistantMessage();
     const skip = Math.min(input.length, encoder.encode(plan.generationPrompt).length);
     message.content = decodeRange(input, skip, input.length, partial);
-    return { message, result: null, consumed: input.length };
+    return { message, result: null, consumed: input.length, failure: null };
   }
   // Stray invalid UTF-8 in a model's output reads as U+FFFD instead of failing the parse (the
   // reference fails, and a tool call after the stray byte would become content).
-  let result = (using ?? plan.parser).parse(input, { partial, lossyUtf8: true });
-  if (!partial && result.type === "fail") {
-    // The reference parses a finished output leniently as well. An output that ends cleanly where
-    // the format could go on is a finished answer: a plain reply where tool calls were allowed, a
-    // reasoning block the model never closed. A tool call cut short is not; it stays a failure.
-    const lenient = plan.parser.parse(input, { partial: true, lossyUtf8: true });
-    if (lenient.type === "need_more_input" && !endsInsideToolCall(lenient.ast)) {
-      const view = mapperView(lenient.ast, input, false);
-      const special = FORMAT_MAPPERS[plan.format];
-      const message = special !== undefined ? special(formatView(lenient.ast, view)) : mapChatAst(view);
-      if (plan.toolCallsRequired !== true || message.tool_calls.length > 0) return { message, result: lenient, consumed: view.consumed() };
-    }
-  }
+  const result = (using ?? plan.parser).parse(input, { partial: true, lossyUtf8: true });
   if (result.type === "fail" && !(partial && result.end > 0)) {
-    return { message: emptyAssistantMessage(), result, consumed: 0 };
+    return { message: emptyAssistantMessage(), result, consumed: 0, failure: { position: result.end, reason: `the model output does not match the expected ${plan.format} format` } };
   }
   const view = mapperView(result.ast, input, partial);
-  const special = FORMAT_MAPPERS[plan.format];
+  const special = formatMapper(plan.format);
   const message = special !== undefined ? special(formatView(result.ast, view)) : mapChatAst(view);
-  return { message, result, consumed: view.consumed() };
-}
-
-const TOOL_TAGS: ReadonlySet<string> = new Set([TAG.TOOL, TAG.TOOL_OPEN, TAG.TOOL_NAME, TAG.TOOL_ID, TAG.TOOL_ARGS, TAG.TOOL_ARG, TAG.TOOL_ARG_OPEN, TAG.TOOL_ARG_NAME, TAG.TOOL_ARG_VALUE, TAG.TOOL_ARG_STRING_VALUE, TAG.TOOL_CLOSE, TAG.TOOL_ARG_CLOSE]);
-
-/** Whether the parse stopped inside a tool call (a partial node with a tool tag). */
-export function endsInsideToolCall(ast: PegAst): boolean {
-  const stack = [...ast.roots];
-  while (stack.length > 0) {
-    const id = stack.pop()!;
-    if (ast.isPartial(id) && TOOL_TAGS.has(ast.tag(id))) return true;
-    stack.push(...ast.children(id));
+  if (!partial && !truncated && plan.toolCallsRequired === true && message.tool_calls.length === 0) {
+    return { message, result, consumed: view.consumed(), failure: { position: input.length, reason: `the model output does not match the expected ${plan.format} format: a tool call is required and it has none` } };
   }
-  return false;
+  return { message, result, consumed: view.consumed(), failure: null };
 }
 
 export interface ParseChatOutputOptions {
   /** The output may continue (streaming): accept a prefix of a valid output. Default false. */
   partial?: boolean;
+  /** The output was cut (max_tokens, a stop string): a missing required call is not an error. Default false. */
+  truncated?: boolean;
 }
 
 /**
@@ -153,14 +136,10 @@ export function parseChatOutput(plan: ChatPlan, text: string | Uint8Array, optio
     input.set(prompt);
     input.set(out, prompt.length);
   }
-  const { message, result } = runChatParser(plan, input, partial);
-  if (result !== null && result.type === "fail" && !(partial && result.end > 0)) {
-    const pos = Math.max(0, result.end - prompt.length);
-    throw new LlamapegError(
-      "ERR_CHAT_PARSE",
-      `the model output does not match the expected ${plan.format} format at byte ${pos}: ${JSON.stringify(snippet(out, pos))}`,
-      { where: `byte ${pos}` },
-    );
+  const { message, failure } = runChatParser(plan, input, partial, null, options.truncated === true);
+  if (failure !== null) {
+    const pos = Math.max(0, failure.position - prompt.length);
+    throw new LlamapegError("ERR_CHAT_PARSE", `${failure.reason} at byte ${pos}: ${JSON.stringify(snippet(out, pos))}`, { where: `byte ${pos}` });
   }
   return message;
 }

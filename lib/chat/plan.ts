@@ -43,6 +43,12 @@ export interface ChatPlan {
   /** Apply `grammar` only once a trigger appears. */
   grammarLazy: boolean;
   grammarTriggers: GrammarTrigger[];
+  /**
+   * Text an eager `grammar` consumes before the first sampled token: the generation prompt, which
+   * the grammar starts with and the prompt already ends with (llama.cpp's prefill; pass it as
+   * `grammar.prefill`). "" for lazy and user grammars.
+   */
+  grammarPrefill?: string;
   /** Token texts the sampler must keep whole (template markers). */
   preservedTokens: string[];
   additionalStops: string[];
@@ -68,6 +74,7 @@ export function chatPlan(parser: ChatParser | null, fields: Partial<Omit<ChatPla
     grammar: "",
     grammarLazy: false,
     grammarTriggers: [],
+    grammarPrefill: "",
     preservedTokens: [],
     additionalStops: [],
     generationPrompt: "",

@@ -17,7 +17,7 @@ import { LlamapegError, type LlamapegErrorCode } from "../errors.js";
 import { type MessageChange, compareViews, diffChange, diffMessages, extensionProblem, toolCallDelta } from "./diff.js";
 import { ChatInput } from "./input.js";
 import { cloneAssistantMessage, emptyAssistantMessage, type AssistantMessage, type ChatDelta, type ToolCallDelta } from "./messages.js";
-import { completeUtf8Prefix, endsInsideToolCall, hasFormatMapper, runChatParser } from "./parse.js";
+import { completeUtf8Prefix, hasFormatMapper, runChatParser } from "./parse.js";
 import type { ChatInputParser, ChatPlan } from "./plan.js";
 import { ContentStream, type StreamFrame, StreamMapper } from "./stream-mapper.js";
 import { GREW, SAME } from "./text-fields.js";
@@ -34,6 +34,11 @@ export interface ChatParseErrorEvent {
 }
 
 export type ChatEvent = ChatParseErrorEvent;
+
+export interface ChatFinishOptions {
+  /** The output was cut (max_tokens, a stop string), not ended by the model: a missing required call is no error. */
+  truncated?: boolean;
+}
 
 export interface ChatFrame {
   /** The message so far (after `finish`, the final message). Do not modify it. */
@@ -96,6 +101,7 @@ export class ChatSession {
   private fallbackFrom = -1;
   private fallbackDecoded = 0;
   private finished = false;
+  private truncated = false;
 
   constructor(plan: ChatPlan, options: ChatSessionOptions = {}) {
     this.plan = plan;
@@ -129,13 +135,15 @@ export class ChatSession {
   }
 
   /**
-   * Ends the stream: parses the whole output as complete and returns the final message with the last
-   * deltas. An optional last piece is fed first.
+   * Ends the stream: parses the finished output (as the reference does: what the format recognized
+   * up to the end is the message, so a reasoning block or a call cut by max_tokens ends as it
+   * stands) and returns the final message with the last deltas. An optional last piece is fed first.
    */
-  finish(piece?: Uint8Array | string, token?: number | null): ChatFrame {
+  finish(piece?: Uint8Array | string, token?: number | null, options: ChatFinishOptions = {}): ChatFrame {
     if (this.finished) throw new LlamapegError("ERR_INVALID_ARGUMENT", "ChatSession.finish() called twice");
     if (piece !== undefined) this.input.append(piece, token);
     this.finished = true;
+    this.truncated = options.truncated === true;
     return this.step(false);
   }
 
@@ -151,31 +159,16 @@ export class ChatSession {
       let frame: StreamFrame | null = null;
       try {
         if (partial && this.streamMapper !== null) ({ outcome, frame } = this.streamStep());
-        else outcome = runChatParser(this.plan, this.input.bytes, partial, partial ? this.streamParser : null);
+        // finish() parses the finished output as the reference does (leniently; see parse.ts)
+        else outcome = runChatParser(this.plan, this.input.bytes, partial, partial ? this.streamParser : null, this.truncated);
       } catch (e) {
         // A parser bug or an exhausted stack must not break the stream either.
         this.startFallback(events, "ERR_CHAT_PARSE", this.consumed, `parser error: ${(e as Error).message}`);
       }
-      if (
-        !partial &&
-        outcome !== null &&
-        outcome.result !== null &&
-        outcome.result.type !== "fail" &&
-        outcome.message.tool_calls.length === 0 &&
-        notAnExtension(this.message, outcome.message) !== null
-      ) {
-        // A finished output can read two ways when the model stopped inside an optional block (a
-        // reasoning block it never closed): keep the reading that was streamed, unless that
-        // reading ends inside a tool call. A complete reading that finds tool calls is not
-        // overruled (the mismatch is then reported as a parse_error).
-        const lenient = runChatParser(this.plan, this.input.bytes, true);
-        const r = lenient.result;
-        if (r !== null && r.type === "need_more_input" && !endsInsideToolCall(r.ast) && notAnExtension(this.message, lenient.message) === null) {
-          outcome = lenient;
-        }
-      }
       if (outcome !== null && outcome.result !== null && outcome.result.type === "fail") {
         this.startFallback(events, "ERR_CHAT_PARSE", outcome.result.end, `the output does not match the ${this.plan.format} format`);
+      } else if (outcome !== null && outcome.failure !== null) {
+        this.startFallback(events, "ERR_CHAT_PARSE", outcome.failure.position, outcome.failure.reason);
       }
       if (outcome === null || this.fallbackFrom >= 0) {
         ({ next, consumed, change } = this.fallbackMessage(partial));
@@ -195,15 +188,15 @@ export class ChatSession {
     const sm = this.streamMapper!;
     if (sm instanceof ContentStream) {
       const frame = sm.map(bytes, true);
-      return { outcome: { message: frame.message, result: null, consumed: frame.consumed }, frame };
+      return { outcome: { message: frame.message, result: null, consumed: frame.consumed, failure: null }, frame };
     }
     const sp = this.streamParser!;
     const result = sp.extend !== undefined ? sp.extend(bytes.subarray(this.streamParsed), STREAM_PARSE) : sp.parse(bytes, STREAM_PARSE);
     this.streamParsed = bytes.length;
     // a failed parse ends the parsed part of the stream (step() falls back to content)
-    if (result.type === "fail") return { outcome: { message: emptyAssistantMessage(), result, consumed: 0 }, frame: null };
+    if (result.type === "fail") return { outcome: { message: emptyAssistantMessage(), result, consumed: 0, failure: null }, frame: null };
     const frame = sm.map(result.ast, bytes, true);
-    return { outcome: { message: frame.message, result, consumed: frame.consumed }, frame };
+    return { outcome: { message: frame.message, result, consumed: frame.consumed, failure: null }, frame };
   }
 
   private startFallback(events: ChatEvent[], code: LlamapegErrorCode, pos: number, message: string): void {
@@ -262,7 +255,8 @@ export class ChatSession {
     const raw = change !== null ? diffChange(this.message, next, change) : diffMessages(this.message, next);
     const deltas = this.orderToolDeltas(raw, next, partial);
     this.message = next;
-    this.consumed = consumed;
+    // the generation prompt is never part of the answer, not even after a parse failure
+    this.consumed = Math.max(this.promptLength, consumed);
     return { message: next, deltas, events };
   }
 

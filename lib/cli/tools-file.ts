@@ -10,11 +10,11 @@ export function readToolsFile(path: string): ChatTool[] {
   const parsed = readJsonFile(path, "tools");
   if (!Array.isArray(parsed)) throw new LlamapegError("ERR_INVALID_ARGUMENT", `--tools ${path}: expected a JSON array of tools`, { where: path });
   try {
-    return normalizeChatRequest({ messages: [{ role: "user", content: "" }], tools: parsed as ChatTool[] }).tools;
+    return normalizeChatRequest({ messages: [{ role: "user", content: "" }], tools: parsed as ChatTool[] }).chat.tools ?? [];
   } catch (e) {
     if (!(e instanceof LlamapegError)) throw e;
     // The request checker names `tools[i]...`; in the file that is `[i]...`.
-    const message = e.message.replace(/^tools(?=\[)/, "");
+    const message = `${(e.where ?? "").replace(/^tools(?=\[)/, "")}: ${e.message}`;
     throw new LlamapegError("ERR_INVALID_ARGUMENT", `--tools ${path}: ${message}`, { where: path });
   }
 }

@@ -4,11 +4,12 @@
  * digit-wise alternatives; an open range bounds the digit count (16 by default) instead.
  * Bounds are bigints so the full int64 range is exact; `null` means "no bound".
  */
+import { internalError } from "../errors.js";
 
 const OPEN_DECIMALS = 16;
 
 export function integerRangeRule(min: bigint | null, max: bigint | null): string {
-  if (min === null && max === null) throw new Error("internal: integerRangeRule needs at least one bound");
+  if (min === null && max === null) throw internalError("integerRangeRule needs at least one bound");
   const out: string[] = [];
   minMaxInt(min, max, out, OPEN_DECIMALS, true);
   return `(${out.join("")})`;

@@ -5,6 +5,7 @@
  * free numeric suffix (`foo0`, `foo1`, ...), the same body under the same name is shared, and the
  * grammar lists rules sorted by name.
  */
+import { internalError } from "../errors.js";
 import { sanitizeRuleName } from "./literal.js";
 
 export const SPACE_RULE = '| " " | "\\n"{1,2} [ \\t]{0,20}';
@@ -120,7 +121,7 @@ export class RuleSet {
     const used = this.add(name, rule.content);
     for (const dep of rule.deps) {
       const depRule = PRIMITIVE_RULES.get(dep) ?? STRING_FORMAT_RULES.get(dep);
-      if (depRule === undefined) throw new Error(`internal: unknown built-in rule ${dep}`);
+      if (depRule === undefined) throw internalError(`unknown built-in rule ${dep}`);
       if (!this.rules.has(dep)) this.addPrimitive(dep, depRule);
     }
     return used;

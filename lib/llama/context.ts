@@ -3,7 +3,7 @@
  * decoded by one native thread in shared batches. With one sequence (the default) the context
  * itself generates, as a sequence does.
  */
-import { LlamapegError } from "../errors.js";
+import { ArgumentRangeError, LlamapegError } from "../errors.js";
 import { callNative, type NativeContext, type NativeModel } from "../native/binding.js";
 import { resolveContextShift, type ContextShift, type GenerateOptions } from "./generate-options.js";
 import type { Generation } from "./generation.js";
@@ -73,7 +73,7 @@ export class Context {
     const train = model.trainContextSize > 0 ? model.trainContextSize : 4096;
     const contextSize = int(o.contextSize, "contextSize", Math.min(4096, train), 16, 1 << 24);
     const sequences = int(o.sequences, "sequences", 1, 1, MAX_SEQUENCES);
-    if (contextSize * sequences > 1 << 26) throw new RangeError(`contextSize x sequences must be at most ${1 << 26} (got ${contextSize * sequences})`);
+    if (contextSize * sequences > 1 << 26) throw new ArgumentRangeError(`contextSize x sequences must be at most ${1 << 26} (got ${contextSize * sequences})`);
     const kvUnified = bool(o.kvUnified, "kvUnified", false);
     // A batch holds at least one token per sequence (llama.cpp requires it).
     const batchSize = int(o.batchSize, "batchSize", Math.max(sequences, Math.min(512, contextSize)), sequences, 1 << 20);

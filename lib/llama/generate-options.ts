@@ -1,6 +1,6 @@
 /** Validation and defaults of `context.generate()` options, and grammar trigger resolution. */
 import { checkGbnf } from "../gbnf/check.js";
-import { LlamapegError } from "../errors.js";
+import { LlamapegError, ArgumentTypeError } from "../errors.js";
 import type { NativeGenerateOptions, NativeGrammar } from "../native/binding.js";
 import type { Model } from "./model.js";
 import { bool, checkKeys, int, num, oneOf, optionalObject, str, stringList, tokenList } from "./validate.js";
@@ -103,7 +103,7 @@ export function resolveContextShift(model: Model, value: unknown, name: string):
   const bosKeep = model.addBos ? 1 : 0;
   if (value === undefined || value === false) return { contextShift: false, contextShiftKeep: bosKeep };
   if (value === true) return { contextShift: true, contextShiftKeep: bosKeep };
-  if (value === null || typeof value !== "object" || Array.isArray(value)) throw new TypeError(`${name} must be a boolean or {keep: number}`);
+  if (value === null || typeof value !== "object" || Array.isArray(value)) throw new ArgumentTypeError(`${name} must be a boolean or {keep: number}`);
   const o = value as Record<string, unknown>;
   checkKeys(o, ["keep"], name);
   return { contextShift: true, contextShiftKeep: int(o.keep, `${name}.keep`, bosKeep, 0, 1 << 30) };
@@ -117,7 +117,7 @@ export function resolveGenerateOptions(
   const o = optionalObject(options, "options");
   checkKeys(o, generateKeys, "generate options");
   const signal = o.signal;
-  if (signal !== undefined && !(signal instanceof AbortSignal)) throw new TypeError("signal must be an AbortSignal");
+  if (signal !== undefined && !(signal instanceof AbortSignal)) throw new ArgumentTypeError("signal must be an AbortSignal");
 
   const preserved = new Set<number>();
   for (const [i, text] of stringList(o.preservedTokens, "preservedTokens").entries()) {
@@ -157,11 +157,11 @@ export function resolveGenerateOptions(
 }
 
 function resolveGrammar(model: Model, value: unknown, preserved: Set<number>): NativeGrammar {
-  if (value === null || typeof value !== "object" || Array.isArray(value)) throw new TypeError("grammar must be an object");
+  if (value === null || typeof value !== "object" || Array.isArray(value)) throw new ArgumentTypeError("grammar must be an object");
   const g = value as Record<string, unknown>;
   checkKeys(g, grammarKeys, "grammar");
   const gbnf = str(g.gbnf, "grammar.gbnf");
-  if (gbnf.trim().length === 0) throw new TypeError("grammar.gbnf must not be empty");
+  if (gbnf.trim().length === 0) throw new ArgumentTypeError("grammar.gbnf must not be empty");
   const root = g.root === undefined ? "root" : str(g.root, "grammar.root");
   // what llama.cpp's grammar parser rejects or chokes on is ERR_GRAMMAR_INVALID before it runs
   checkGbnf(gbnf, { root });
@@ -170,7 +170,7 @@ function resolveGrammar(model: Model, value: unknown, preserved: Set<number>): N
   const patterns = stringList(g.triggerPatterns, "grammar.triggerPatterns");
   const tokens = Array.from(tokenList(g.triggerTokens, "grammar.triggerTokens", model.vocabSize));
   if (!lazy && (words.length > 0 || patterns.length > 0 || tokens.length > 0)) {
-    throw new TypeError("grammar triggers need grammar.lazy = true");
+    throw new ArgumentTypeError("grammar triggers need grammar.lazy = true");
   }
   const triggerPatterns = [...patterns];
   for (const word of words) {
@@ -186,10 +186,10 @@ function resolveGrammar(model: Model, value: unknown, preserved: Set<number>): N
     }
   }
   if (lazy && triggerPatterns.length === 0 && tokens.length === 0) {
-    throw new TypeError("a lazy grammar needs at least one trigger (triggerWords, triggerPatterns or triggerTokens)");
+    throw new ArgumentTypeError("a lazy grammar needs at least one trigger (triggerWords, triggerPatterns or triggerTokens)");
   }
   const prefill = g.prefill === undefined ? "" : str(g.prefill, "grammar.prefill");
-  if (lazy && prefill !== "") throw new TypeError("grammar.prefill needs an eager grammar (a lazy grammar starts at its trigger)");
+  if (lazy && prefill !== "") throw new ArgumentTypeError("grammar.prefill needs an eager grammar (a lazy grammar starts at its trigger)");
   return { gbnf, root, lazy, triggerPatterns, triggerTokens: Int32Array.from(tokens), prefillTokens: prefillTokens(model, prefill) };
 }
 

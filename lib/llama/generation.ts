@@ -3,6 +3,7 @@
  * thread-safe function (no promise round trip per token); the iterator hands them out one by one
  * and tells the producer, once per batch, how many were consumed (its bounded window).
  */
+import { ArgumentTypeError, ArgumentRangeError } from "../errors.js";
 import {
   callNative,
   fromNative,
@@ -97,7 +98,7 @@ export class Generation implements AsyncIterable<GeneratedToken> {
   /** @internal use `sequence.generate()` / `context.generate()` */
   constructor(start: GenerationStart, prompt: ArrayLike<number>, vocabSize: number, options: ResolvedGenerateOptions) {
     const ids = tokenList(prompt, "prompt", vocabSize);
-    if (ids.length === 0) throw new RangeError("prompt must contain at least one token");
+    if (ids.length === 0) throw new ArgumentRangeError("prompt must contain at least one token");
     this.#window = options.native.windowTokens;
     this.#native = callNative(() =>
       start(ids, options.native, (tokens, bytes, ends, final, extra) => this.#onBatch(tokens, bytes, ends, final, extra)),
@@ -142,7 +143,7 @@ export class Generation implements AsyncIterable<GeneratedToken> {
 
   [Symbol.asyncIterator](): AsyncIterator<GeneratedToken> {
     if (this.#iterating || this.#draining) {
-      throw new TypeError("this generation is already being consumed (iterate it once, or call result())");
+      throw new ArgumentTypeError("this generation is already being consumed (iterate it once, or call result())");
     }
     this.#iterating = true;
     return {

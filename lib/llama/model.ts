@@ -2,7 +2,7 @@
 import { stat } from "node:fs/promises";
 import { resolve } from "node:path";
 
-import { LlamapegError } from "../errors.js";
+import { LlamapegError, ArgumentTypeError, ArgumentRangeError } from "../errors.js";
 import { readGgufFile } from "../gguf/read.js";
 import { binding, callNative, fromNative, type GgufMetadataValue, type NativeModel, type NativeModelInfo } from "../native/binding.js";
 import { withRpcServers } from "../remote/rpc.js";
@@ -58,13 +58,13 @@ const ASYNC_TOKENIZE_CHARS = 4096;
  * ERR_MODEL_CORRUPT (truncated/corrupt), ERR_MODEL_UNSUPPORTED (architecture), ERR_MODEL_LOAD. */
 export async function loadModel(path: string, options?: LoadModelOptions): Promise<Model> {
   str(path, "path");
-  if (path.length === 0) throw new TypeError("path must not be empty");
+  if (path.length === 0) throw new ArgumentTypeError("path must not be empty");
   const o = optionalObject(options, "options");
   checkKeys(o, loadKeys, "loadModel options");
   const gpuLayers = int(o.gpuLayers, "gpuLayers", -1, -1, 100_000);
   const useMmap = bool(o.useMmap, "useMmap", true);
   const vocabOnly = bool(o.vocabOnly, "vocabOnly", false);
-  if (o.onProgress !== undefined && typeof o.onProgress !== "function") throw new TypeError("onProgress must be a function");
+  if (o.onProgress !== undefined && typeof o.onProgress !== "function") throw new ArgumentTypeError("onProgress must be a function");
   const onProgress = o.onProgress as ((progress: number) => void) | undefined;
   const backend = parseBackend(o.backend, "backend");
   const full = resolve(path);
@@ -248,9 +248,9 @@ export class Model {
   }
 
   #token(token: number): number {
-    if (typeof token !== "number" || !Number.isInteger(token)) throw new TypeError("token must be an integer");
+    if (typeof token !== "number" || !Number.isInteger(token)) throw new ArgumentTypeError("token must be an integer");
     if (token < 0 || token >= this.vocabSize) {
-      throw new RangeError(`token ${token} is outside the vocabulary (0..${this.vocabSize - 1})`);
+      throw new ArgumentRangeError(`token ${token} is outside the vocabulary (0..${this.vocabSize - 1})`);
     }
     return token;
   }

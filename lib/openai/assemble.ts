@@ -4,25 +4,13 @@
  * same objects bit for bit.
  */
 import { ChatSession } from "../chat/session.js";
+import type { GenerationStats } from "../llama/generation.js";
 import type { ChatPlan } from "../chat/plan.js";
 import type { ChatFrame } from "../chat/session.js";
 import { randomBytes } from "node:crypto";
 import { chunk, completion, deltaChunks, eventChunk, usageChunk, type CompletionMeta } from "./shape.js";
-import { AlternativeParser } from "./plan.js";
 import { StopMatcher } from "./stops.js";
 import type { ChatCompletion, ChatCompletionChunk, FinishReason, LlamapegCompletionInfo } from "./types.js";
-
-/** What the generation reported at its end (the native stats, or a record's copy). */
-export interface GenerationSummary {
-  /** "eog" | "length" | "stop" | "abort" | "context_full" (a full sequence: finish_reason "length") */
-  stopReason: string;
-  promptTokens: number;
-  reusedTokens: number;
-  generatedTokens: number;
-  promptMs: number;
-  generateMs: number;
-  sampleMs: number;
-}
 
 export interface AssemblerOptions {
   stops: readonly string[];
@@ -53,8 +41,7 @@ export class CompletionAssembler {
     this.warnings = options.warnings;
     this.stops = new StopMatcher([...options.stops, ...plan.additionalStops]);
     const given = options.toolCallIds;
-    const own = plan.parser instanceof AlternativeParser ? { ...plan, parser: plan.parser.forOneOutput() } : plan;
-    this.session = new ChatSession(own, {
+    this.session = new ChatSession(plan, {
       generateToolCallId: (i) => (this.toolCallIds[i] = given?.[i] ?? randomId("call_")),
     });
   }
@@ -73,10 +60,10 @@ export class CompletionAssembler {
   }
 
   /** Ends the output: the last deltas, the finish chunk, the optional usage chunk, and the completion. */
-  finish(summary: GenerationSummary, includeUsage: boolean): { chunks: ChatCompletionChunk[]; completion: ChatCompletion } {
+  finish(summary: GenerationStats, includeUsage: boolean): { chunks: ChatCompletionChunk[]; completion: ChatCompletion } {
     const chunks: ChatCompletionChunk[] = [];
     for (const p of this.stops.flush()) chunks.push(...this.frameChunks(this.session.feed(p.bytes, p.token)));
-    const final = this.session.finish();
+    const final = this.session.finish(undefined, undefined, { truncated: summary.stopReason !== "eog" || this.stops.matched !== null });
     chunks.push(...this.frameChunks(final));
     const message = final.message;
     const reason: FinishReason =

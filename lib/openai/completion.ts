@@ -7,7 +7,8 @@
 import { segmentByteRanges } from "../chat/prompt.js";
 import type { TemplateLimits } from "../chat/template/limits.js";
 import { LlamapegError } from "../errors.js";
-import { CompletionAssembler, randomId, type GenerationSummary } from "./assemble.js";
+import type { GenerationStats } from "../llama/generation.js";
+import { CompletionAssembler, randomId } from "./assemble.js";
 import { buildCompletionPlan, type CompletionPlan } from "./plan.js";
 import { normalizeChatRequest, type NormalizedChatRequest } from "./request.js";
 import { RECORD_VERSION, type CompletionRecord } from "./record.js";
@@ -34,7 +35,7 @@ export interface ChatCompletionStream extends AsyncIterable<ChatCompletionChunk>
 /** The template: the request's, else the model's `tool_use` variant when tools are offered, else its default. */
 function templateFor(info: TargetChatInfo, r: NormalizedChatRequest): string {
   if (r.chatTemplate !== undefined) return r.chatTemplate;
-  const named = r.tools.length > 0 && r.toolChoice !== "none" ? (info.toolUseTemplate ?? null) : null;
+  const named = (r.chat.tools?.length ?? 0) > 0 && r.chat.toolChoice !== "none" ? (info.toolUseTemplate ?? null) : null;
   const t = named ?? info.chatTemplate;
   if (t === null) throw new LlamapegError("ERR_INVALID_REQUEST", "chat_template: the model has no tokenizer.chat_template; pass one", { where: "chat_template" });
   return t;
@@ -112,7 +113,7 @@ async function* run(prepared: Prepared | Promise<Prepared>, onRecord: Completion
     const reason = p.r.signal?.reason;
     throw new LlamapegError("ERR_ABORTED", `the completion was aborted after ${tokens.length} tokens${reason !== undefined ? `: ${String(reason instanceof Error ? reason.message : reason)}` : ""}`);
   }
-  const summary: GenerationSummary = {
+  const summary: GenerationStats = {
     stopReason: stoppedByString ? "stop" : stats.stopReason,
     promptTokens: stats.promptTokens,
     reusedTokens: stats.reusedTokens,

@@ -5,6 +5,5 @@ export { replayCompletion, type CompletionRecord, type ReplayResult } from "./re
 export { writeSSE, sseData, SSE_DONE, type SseSink } from "./sse.js";
 export { toOpenAIError, type OpenAIErrorBody } from "./errors.js";
 export { normalizeChatRequest, type NormalizedChatRequest } from "./request.js";
-export { clearPlanCache } from "./plan.js";
 export { validateJson } from "./json-validate.js";
 export type * from "./types.js";

@@ -3,7 +3,8 @@
  * with no model and no native code, giving the same chunks and the same completion bit for bit.
  */
 import { LlamapegError } from "../errors.js";
-import { CompletionAssembler, type GenerationSummary } from "./assemble.js";
+import type { GenerationStats } from "../llama/generation.js";
+import { CompletionAssembler } from "./assemble.js";
 import { planFromRecord, type PlanRecord } from "./plan.js";
 import type { CompletionMeta } from "./shape.js";
 import type { ChatCompletion, ChatCompletionChunk } from "./types.js";
@@ -22,7 +23,7 @@ export interface CompletionRecord {
   pieces: string[];
   /** Ids generated for calls the model gave none, by index. */
   toolCallIds: Record<number, string>;
-  summary: GenerationSummary;
+  summary: GenerationStats;
 }
 
 export interface ReplayResult {

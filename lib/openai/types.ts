@@ -2,8 +2,8 @@
  * The OpenAI Chat Completions shapes llamapeg reads and writes (the subset it implements), plus the
  * llamapeg extensions, which are marked as such.
  */
-import type { ChatTool } from "../chat/tools.js";
 import type { ReasoningFormat } from "../chat/apply/index.js";
+import type { ChatTool } from "../chat/tools.js";
 
 export type ToolChoice =
   | "auto"
@@ -85,8 +85,9 @@ export interface ChatCompletionRequest {
   /** llamapeg: sample without the grammar (the output is still parsed). */
   grammar?: false;
   /**
-   * llamapeg: with tool_choice "required" or a named function, the output is the calls alone (no text
-   * before them). Default: true for a named function, false for "required" (llama.cpp's behaviour).
+   * llamapeg: with tool_choice "required" or a named function, the grammar allows the calls alone
+   * (after the reasoning block where the format has one), no text before them. Default true;
+   * false opts in to llama.cpp's grammar, which lets free text come first.
    */
   calls_only?: boolean;
   /** llamapeg: aborts the generation. */

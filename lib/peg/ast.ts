@@ -3,6 +3,7 @@
  * `common_peg_ast_arena`. Text is sliced from the input bytes on demand and decoded with U+FFFD for
  * ill-formed or cut sequences, so it never holds half a character; `start`/`end` stay exact byte offsets.
  */
+import { ArgumentRangeError } from "../errors.js";
 import { invalidUtf8Ranges, utf8DecodeLossy } from "./utf8.js";
 
 export type PegAstId = number;
@@ -179,7 +180,7 @@ export class PegAst {
   }
 
   private check(id: PegAstId): void {
-    if (!(id >= 0 && id < this.count)) throw new RangeError(`no AST node ${id}`);
+    if (!(id >= 0 && id < this.count)) throw new ArgumentRangeError(`no AST node ${id}`);
   }
 
   rule(id: PegAstId): string {
@@ -236,7 +237,7 @@ export class PegAst {
       if (i < run.at + run.n) return run.ids[i - run.at]!;
       i -= run.n;
     }
-    if (!(i >= 0 && i < b.kidCount[id]!)) throw new RangeError(`AST node ${id} has no child ${i}`);
+    if (!(i >= 0 && i < b.kidCount[id]!)) throw new ArgumentRangeError(`AST node ${id} has no child ${i}`);
     return b.kids[from + i]!;
   }
 

@@ -19,7 +19,7 @@
  */
 import type { IncomingMessage } from "node:http";
 
-import { LlamapegError } from "../errors.js";
+import { LlamapegError, ArgumentTypeError } from "../errors.js";
 import type { GeneratedToken, GenerationStats, StopReason } from "../llama/generation.js";
 import { RemoteError } from "./errors.js";
 import { chunksOf } from "./http.js";
@@ -143,7 +143,7 @@ export class RemoteGeneration implements AsyncIterable<GeneratedToken> {
   }
 
   [Symbol.asyncIterator](): AsyncIterator<GeneratedToken> {
-    if (this.#iterating) throw new TypeError("this generation is already being consumed (iterate it once, or call result())");
+    if (this.#iterating) throw new ArgumentTypeError("this generation is already being consumed (iterate it once, or call result())");
     this.#iterating = true;
     return {
       next: () => this.#next(),

@@ -110,7 +110,7 @@ export class RemoteServer {
   /** What the server says about its model (asked once, again after a failure). */
   props(): Promise<ServerProps> {
     if (!this.#props) {
-      const p = this.json<Record<string, unknown>>("GET", "/props").then(parseProps);
+      const p = this.json<Record<string, unknown>>("GET", "/props").then((props) => parseProps(props, this.url));
       p.catch(() => {
         if (this.#props === p) this.#props = undefined;
       });
@@ -224,8 +224,8 @@ function str(v: unknown): string | null {
   return typeof v === "string" ? v : null;
 }
 
-function parseProps(p: Record<string, unknown>): ServerProps {
-  if (p === null || typeof p !== "object") throw new TypeError("/props is not an object");
+function parseProps(p: Record<string, unknown>, server: string): ServerProps {
+  if (p === null || typeof p !== "object") throw new RemoteError("ERR_REMOTE_PROTOCOL", `${server}/props is not an object`, { server });
   const settings = p.default_generation_settings as Record<string, unknown> | undefined;
   const path = str(p.model_path) ?? "";
   const template = str(p.chat_template);

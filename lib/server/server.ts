@@ -6,7 +6,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 
-import { LlamapegError } from "../errors.js";
+import { LlamapegError, ArgumentRangeError } from "../errors.js";
 import { completionTarget } from "../openai/index.js";
 import { bearerCheck } from "./auth.js";
 import { chatCompletions } from "./chat-route.js";
@@ -39,7 +39,7 @@ interface Route {
 export async function startServer(targets: CompletionTarget | readonly CompletionTarget[], options?: ServerOptions): Promise<LlamapegServer> {
   const o = resolveServerOptions(options);
   const slots = Array.isArray(targets) ? [...(targets as readonly CompletionTarget[])] : [targets as CompletionTarget];
-  if (slots.length === 0) throw new RangeError("startServer needs at least one completion target");
+  if (slots.length === 0) throw new ArgumentRangeError("startServer needs at least one completion target");
   const modelId = o.modelId ?? (await completionTarget(slots[0]!).chatInfo()).name.replace(/\.gguf$/i, "");
   const entry = modelEntry(modelId, Math.floor(Date.now() / 1000));
   const pool = new SlotPool(slots, o.maxQueue);

@@ -4,6 +4,7 @@
  * is refused with 429 (and Retry-After), as llama-server does when its slots are taken. A waiting
  * request whose client goes away leaves the queue.
  */
+import { ArgumentRangeError } from "../errors.js";
 import { HttpError } from "./http-error.js";
 
 export interface Lease<T> {
@@ -26,7 +27,7 @@ export class SlotPool<T> {
   #closed: Error | null = null;
 
   constructor(slots: readonly T[], maxQueue: number) {
-    if (slots.length === 0) throw new RangeError("a slot pool needs at least one slot");
+    if (slots.length === 0) throw new ArgumentRangeError("a slot pool needs at least one slot");
     this.size = slots.length;
     this.#idle = [...slots];
     this.maxQueue = maxQueue;

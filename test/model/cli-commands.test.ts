@@ -59,10 +59,12 @@ describe("llamapeg analyze", () => {
   it("reads the GGUF's template without native code and prints the analysis and grammar", async () => {
     const path = await ensureTestModel("tiny");
     const out = await capture(() => analyzeCommand([path, "--json", "--tool-choice", "required", "--calls-only"]));
-    const r = JSON.parse(out) as { analysis: { preservedTokens: string[] }; plan: { grammar: { gbnf: string; lazy: boolean } } };
+    const r = JSON.parse(out) as { analysis: { preservedTokens: string[] }; plan: { grammar: { gbnf: string; lazy: boolean; prefill: string } } };
     expect(r.analysis.preservedTokens).toContain("<tool_call>");
     expect(r.plan.grammar.lazy).toBe(false);
-    expect(r.plan.grammar.gbnf).toMatch(/^root ::= tool-call \| tool-calls$/m);
+    // calls only: after the generation prompt (which the sampler prefills), the calls
+    expect(r.plan.grammar.prefill).toBe("<|im_start|>assistant\n");
+    expect(r.plan.grammar.gbnf).toMatch(/^root ::= "<\|im_start\|>assistant\\n" tool-calls$/m);
     const text = await capture(() => analyzeCommand([path]));
     expect(text).toMatch(/tool calls\s+json_native/);
     expect(text).toMatch(/grammar\s+lazy, triggers/);

@@ -69,25 +69,60 @@ describe("createChatCompletion", () => {
     expect(complete).toBeGreaterThan(0);
   });
 
-  it("required + calls_only: valid calls of any tool; parallel calls stay valid", async () => {
+  it("required means a call: every completion that ends before max_tokens has valid calls; parallel calls stay valid", async () => {
     const names = new Set<string>();
-    for (let seed = 0; seed < 3; seed++) {
-      const c = await createChatCompletion(context, { messages: user, tools: TOOLS, tool_choice: "required", calls_only: true, parallel_tool_calls: seed % 2 === 0, seed, max_tokens: 60 });
+    let complete = 0;
+    for (let seed = 0; seed < 4; seed++) {
+      const c = await createChatCompletion(context, { messages: user, tools: TOOLS, tool_choice: "required", parallel_tool_calls: seed % 2 === 0, seed, max_tokens: 60 });
       expect(c.llamapeg.parse_errors).toEqual([]);
       if (cut(c)) continue;
+      complete++;
       expectValidCalls(c);
+      expect(c.choices[0].message.content).toBeNull();
       for (const t of c.choices[0].message.tool_calls!) names.add(t.function.name);
     }
+    expect(complete).toBeGreaterThan(0);
     expect(names.size).toBeGreaterThan(0);
   });
 
-  it('required (llama.cpp semantics: text may come first) and auto / none: the output parses without errors', async () => {
+  it('required with calls_only: false (llama.cpp semantics: text may come first) and auto / none: the output parses without errors', async () => {
     for (const tool_choice of ["required", "auto", "none"] as const) {
-      const c = await createChatCompletion(context, { messages: user, tools: TOOLS, tool_choice, seed: 3, max_tokens: 12 });
+      const c = await createChatCompletion(context, { messages: user, tools: TOOLS, tool_choice, calls_only: false, seed: 3, max_tokens: 12 });
       expect(c.llamapeg.parse_errors).toEqual([]);
       expect(c.choices[0].finish_reason).toBe("length");
       expect(typeof c.choices[0].message.content).toBe("string");
     }
+  });
+
+  it("a call cut by max_tokens is that partial call with finish_reason length; the streamed deltas add up to it", async () => {
+    let found = false;
+    for (let max = 16; max <= 40 && !found; max += 2) {
+      const req = { messages: user, tools: TOOLS, tool_choice: "required" as const, seed: 1, max_tokens: max };
+      const c = await createChatCompletion(context, req);
+      const call = c.choices[0].message.tool_calls?.[0];
+      if (call === undefined) continue;
+      let complete = true;
+      try {
+        JSON.parse(call.function.arguments);
+      } catch {
+        complete = false;
+      }
+      if (complete) continue;
+      found = true;
+      expect(c.choices[0].finish_reason).toBe("length");
+      expect(c.llamapeg.parse_errors).toEqual([]);
+      expect(TOOLS.map((t) => t.function.name)).toContain(call.function.name);
+      expect(call.function.arguments.startsWith("{")).toBe(true);
+      const chunks = await collect(createChatCompletion(context, { ...req, stream: true }));
+      const streamed = assembleChunks(chunks);
+      expect(streamed.tool_calls.map((t) => t.function)).toEqual([call.function]);
+      expect(chunks[chunks.length - 1]!.choices[0]!.finish_reason).toBe("length");
+      // the conversation with this answer in it can be sent again (the next turn of a chat)
+      const next = await createChatCompletion(context, { messages: [...user, c.choices[0].message, { role: "user", content: "And in Tokyo?" }], tools: TOOLS, seed: 1, max_tokens: 8 });
+      expect(next.object).toBe("chat.completion");
+      expect(next.llamapeg.warnings.join("\n")).toMatch(/messages\[1\]\.tool_calls\[0\]\.function\.arguments: a cut JSON object/);
+    }
+    expect(found, "no max_tokens in 16..40 cut the call inside its arguments").toBe(true);
   });
 
   it("response_format json_schema: the content is schema-valid JSON", async () => {
@@ -154,7 +189,7 @@ describe("createChatCompletion", () => {
   it("a record replays offline to the same chunks and completion", async () => {
     let record: CompletionRecord | undefined;
     const chunks = await collect(
-      createChatCompletion(context, { messages: user, tools: TOOLS, tool_choice: "required", calls_only: true, seed: 2, max_tokens: 60, stream: true }, { onRecord: (r) => (record = r) }),
+      createChatCompletion(context, { messages: user, tools: TOOLS, tool_choice: "required", seed: 2, max_tokens: 60, stream: true }, { onRecord: (r) => (record = r) }),
     );
     const replay = replayCompletion(JSON.stringify(record));
     expect(replay.chunks).toEqual(chunks);

@@ -11,7 +11,9 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <stdexcept>
 #include <tuple>
+#include <vector>
 
 namespace {
 
@@ -104,6 +106,39 @@ common_json cmd_parse(const common_json & req) {
     return common_json{ { "message", msg.to_json_oaicompat() }, { "msg", chat_msg_to_json(msg) } };
 }
 
+// Parses the prefixes text[0, cut) for every cut in `cuts` (default: every byte offset 0..n), as
+// finished (default) or partial outputs: one request for a whole cut sweep. Each entry is
+// {ok: true, msg} or {ok: false, error}.
+common_json cmd_parse_cuts(const common_json & req) {
+    const auto pp      = chat_parser_params_from_request(req);
+    const auto text    = req_bytes(req, "text");
+    const bool partial = req_bool_or(req, "partial", false);
+    std::vector<size_t> cuts;
+    if (req_has(req, "cuts")) {
+        for (const auto & c : req.at("cuts")) {
+            const auto cut = c.get<long long>();
+            if (cut < 0 || static_cast<size_t>(cut) > text.size()) {
+                throw std::invalid_argument("cut " + std::to_string(cut) + " is outside the text");
+            }
+            cuts.push_back(static_cast<size_t>(cut));
+        }
+    } else {
+        for (size_t cut = 0; cut <= text.size(); cut++) {
+            cuts.push_back(cut);
+        }
+    }
+    common_json out = common_json::array();
+    for (const auto cut : cuts) {
+        try {
+            auto msg = common_chat_peg_parse(pp.parser, text.substr(0, cut), partial, pp);
+            out.push_back(common_json{ { "ok", true }, { "msg", chat_msg_to_json(msg) } });
+        } catch (const std::exception & e) {
+            out.push_back(common_json{ { "ok", false }, { "error", e.what() } });
+        }
+    }
+    return out;
+}
+
 common_json cmd_diff(const common_json & req) {
     const auto prev = chat_msg_from_json(req_field(req, "prev"));
     const auto next = chat_msg_from_json(req_field(req, "next"));
@@ -165,6 +200,7 @@ void register_chat_commands() {
     auto & c = harness_commands();
     c["chat.templates_apply"] = cmd_templates_apply;
     c["chat.parse"]           = cmd_parse;
+    c["chat.parse_cuts"]      = cmd_parse_cuts;
     c["chat.diff"]            = cmd_diff;
     c["chat.supports_enable_thinking"] = cmd_support_enable_thinking;
     // the builder expression language already covers common_chat_peg_builder

@@ -11,6 +11,8 @@ import { parseChatOutput } from "../../lib/chat/parse.js";
 import { ChatSession } from "../../lib/chat/session.js";
 import { toolFunctions, toolParameters } from "../../lib/chat/tools.js";
 import { LlamapegError } from "../../lib/errors.js";
+import { PegArena } from "../../lib/peg/arena.js";
+import { treeGrammar } from "../conformance/chat-compare.js";
 
 const FIX = path.resolve(import.meta.dirname, "../fixtures/apply");
 const tpl = (name: string) => fs.readFileSync(path.join(FIX, name), "utf8");
@@ -57,9 +59,24 @@ describe("applyChatTemplate: plan fields", () => {
 
   it("the grammar is the GBNF of the plan's own parser", () => {
     for (const tool_choice of ["auto", "required"] as const) {
-      const plan = applyChatTemplate(TOOLS_THINK, { ...base, tools: [WEATHER], tool_choice });
+      const plan = applyChatTemplate(TOOLS_THINK, { ...base, tools: [WEATHER], tool_choice, calls_only: false });
       const refs = toolFunctions([WEATHER]).map(toolParameters);
       expect(plan.grammar).toBe(plan.parser.toGbnf({ lazy: plan.grammarLazy, resolveRefs: refs }));
+    }
+  });
+
+  it("named tool, calls only, tools + a response schema: the grammar is still the GBNF of the plan's own tree", () => {
+    const schema = { type: "object", properties: { temp: { type: "integer" } }, required: ["temp"] };
+    const refs = [...toolFunctions([WEATHER]).map(toolParameters), schema];
+    const plans = [
+      applyChatTemplate(TOOLS_THINK, { ...base, tools: [WEATHER], tool_choice: { type: "function", function: { name: "get_weather" } } }),
+      applyChatTemplate(TOOLS_THINK, { ...base, tools: [WEATHER], tool_choice: "required" }),
+      applyChatTemplate(TOOLS_THINK, { ...base, tools: [WEATHER], response_format: { type: "json_schema", json_schema: { schema } } }),
+    ];
+    for (const plan of plans) {
+      expect(plan.grammarRoot).toBeGreaterThanOrEqual(0);
+      expect(plan.grammar).toBe(treeGrammar(plan, refs));
+      expect(plan.grammarPrefill).toBe(plan.generationPrompt);
     }
   });
 
@@ -73,6 +90,26 @@ describe("applyChatTemplate: plan fields", () => {
     expect(parseChatOutput(plan, CALL).tool_calls.map((c) => c.function.name)).toEqual(["get_weather"]);
   });
 
+  it("tool_choice required means a call: the grammar is reasoning then calls, free text first only with calls_only: false", () => {
+    const strict = applyChatTemplate(TOOLS_THINK, { ...base, tools: [WEATHER], tool_choice: "required" });
+    const lax = applyChatTemplate(TOOLS_THINK, { ...base, tools: [WEATHER], tool_choice: "required", calls_only: false });
+    expect(strict.grammarRoot).not.toBe(strict.parser.root);
+    expect(lax.grammarRoot).toBe(lax.parser.root);
+    // the grammar's language, read with the same tree from the grammar's root
+    const accepts = (plan: typeof strict, output: string) => {
+      const r = new PegArena(plan.parser.nodes, plan.parser.rules, plan.grammarRoot).parse(plan.generationPrompt + output);
+      return r.type === "success";
+    };
+    for (const ok of [CALL, `<think>Which city?</think>\n${CALL}`]) {
+      expect(accepts(strict, ok), ok).toBe(true);
+      expect(accepts(lax, ok), ok).toBe(true);
+    }
+    for (const text of [`Sure, let me check.\n${CALL}`, "Just text."]) expect(accepts(strict, text), text).toBe(false);
+    expect(accepts(lax, `Sure, let me check.\n${CALL}`)).toBe(true);
+    // the parser reads text before a call either way (a model sampled without the grammar)
+    expect(parseChatOutput(strict, `Sure.\n${CALL}`).tool_calls).toHaveLength(1);
+  });
+
   it("tool_choice none: no grammar, the output is content (and reasoning)", () => {
     const plan = applyChatTemplate(TOOLS_THINK, { ...base, tools: [WEATHER], tool_choice: "none" });
     expect(plan.grammar).toBe("");
@@ -83,7 +120,7 @@ describe("applyChatTemplate: plan fields", () => {
     expect(msg.tool_calls).toEqual([]);
   });
 
-  it("a JSON-schema response takes precedence over tools and is never lazy", () => {
+  it("a JSON-schema response beside tools: the answer is the schema's JSON or a call, never lazy", () => {
     const schema = { type: "object", properties: { temp: { type: "integer" } }, required: ["temp"] };
     const plan = applyChatTemplate(TOOLS_THINK, {
       ...base,
@@ -95,7 +132,10 @@ describe("applyChatTemplate: plan fields", () => {
     expect(plan.grammarTriggers).toEqual([]);
     expect(plan.grammar).toContain("temp");
     expect(parseChatOutput(plan, '{"temp": 21}').content).toBe('{"temp": 21}');
-    expect(() => parseChatOutput(plan, CALL)).toThrow(LlamapegError);
+    expect(parseChatOutput(plan, CALL).tool_calls.map((c) => c.function.name)).toEqual(["get_weather"]);
+    // without tools the schema alone applies
+    const alone = applyChatTemplate(TOOLS_THINK, { ...base, response_format: { type: "json_schema", json_schema: { schema } } });
+    expect(() => parseChatOutput(alone, CALL)).toThrow(LlamapegError);
   });
 
   it("reasoning_format none leaves the reasoning in the content", () => {

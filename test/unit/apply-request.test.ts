@@ -24,10 +24,12 @@ describe("normalizeApplyRequest", () => {
     expect(r.now).toBeInstanceOf(Date);
   });
 
-  it("reads every response_format form; json_schema wins; empty schemas constrain nothing", () => {
+  it("reads every response_format form; json_schema wins; json_object means a JSON object; an empty json_schema field constrains nothing", () => {
     expect(normalizeApplyRequest({ messages, response_format: { type: "json_schema", json_schema: { schema } } }).jsonSchema).toEqual(schema);
     expect(normalizeApplyRequest({ messages, response_format: { type: "json_object", schema } }).jsonSchema).toEqual(schema);
-    expect(normalizeApplyRequest({ messages, response_format: { type: "json_object" } }).jsonSchema).toBeNull();
+    expect(normalizeApplyRequest({ messages, response_format: { type: "json_object" } }).jsonSchema).toEqual({ type: "object" });
+    expect(normalizeApplyRequest({ messages, response_format: { type: "json_schema", json_schema: {} } }).jsonSchema).toEqual({ type: "object" });
+    expect(normalizeApplyRequest({ messages, json_schema: {} }).jsonSchema).toBeNull();
     expect(normalizeApplyRequest({ messages, response_format: { type: "text" } }).jsonSchema).toBeNull();
     expect(normalizeApplyRequest({ messages, json_schema: JSON.stringify(schema) }).jsonSchema).toEqual(schema);
     expect(normalizeApplyRequest({ messages, json_schema: { type: "string" }, response_format: { type: "json_object", schema } }).jsonSchema).toEqual({ type: "string" });

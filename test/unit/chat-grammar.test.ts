@@ -5,6 +5,7 @@ import { buildChatGrammar } from "../../lib/chat/grammar/plan-grammar.js";
 import { parseChatOutput } from "../../lib/chat/parse.js";
 import { chatPlan } from "../../lib/chat/plan.js";
 import { TOOLS } from "../fixtures/chat/grammars.js";
+import { canonicalGbnf, structuralArena } from "../conformance/chat-compare.js";
 
 const matches = (arena: ReturnType<typeof buildChatPegParser>, text: string) => arena.parse(text).type === "success";
 
@@ -117,5 +118,32 @@ describe("buildChatGrammar", () => {
     const g = grammarFor({ jsonSchema: { type: "object", properties: { a: { type: "integer" } }, required: ["a"] } });
     expect(g.grammarLazy).toBe(false);
     expect(g.grammar).toContain('response-format-schema-a-kv ::= "\\"a\\"" space ":" space integer');
+  });
+});
+
+describe("structural comparison (conformance helpers)", () => {
+  const build = (swap: boolean, word = "b") =>
+    buildChatPegParser((p) => {
+      // the same tree, its nodes created in two orders (and one dead node)
+      const [a, b] = swap ? [p.literal(word), p.literal("a")].reverse() : [p.literal("a"), p.literal(word)];
+      if (swap) p.eps();
+      return p.seq(p.content(p.until("<x>")), a!, p.rule("r", p.choice([b!, p.until("<y>")])), p.end());
+    });
+
+  it("arenas built in a different order compare equal; a different tree does not", () => {
+    const x = build(false).toJSON();
+    const y = build(true).toJSON();
+    expect(JSON.stringify(x)).not.toBe(JSON.stringify(y));
+    expect(structuralArena(y)).toEqual(structuralArena(x));
+    expect(structuralArena(build(true, "c").toJSON())).not.toEqual(structuralArena(x));
+  });
+
+  it("GBNF rule names made from node ids are renamed by first use", () => {
+    const x = build(false).toGbnf();
+    const y = build(true).toGbnf();
+    expect(x).not.toBe(y);
+    expect(canonicalGbnf(y)).toBe(canonicalGbnf(x));
+    expect(canonicalGbnf(x)).toMatch(/^until-c0 ::= /m);
+    expect(canonicalGbnf(build(true, "c").toGbnf())).not.toBe(canonicalGbnf(x));
   });
 });

@@ -39,13 +39,14 @@ function replay(p: ReturnType<typeof plan>, pieces: string[], stops: string[] = 
 }
 
 describe("completion plans", () => {
-  it("named tool_choice: calls only, that tool alone, the generation prompt not in the grammar", () => {
+  it("named tool_choice: calls only, that tool alone, the generation prompt prefilled", () => {
     const p = plan({ tools, tool_choice: { type: "function", function: { name: "say" } } });
     expect(p.grammar!.lazy).toBe(false);
-    expect(p.grammar!.gbnf).toMatch(/^root ::= tool-call \| tool-calls$/m);
+    // the grammar starts with the generation prompt, which the sampler consumes first; then only calls
+    expect(p.grammar!.prefill).toBe("<|im_start|>assistant\n");
+    expect(p.grammar!.gbnf).toMatch(/^root ::= "<\|im_start\|>assistant\\n" tool-calls$/m);
     expect(p.grammar!.gbnf).toContain('"say"');
     expect(p.grammar!.gbnf).not.toContain('"pick"');
-    expect(p.grammar!.gbnf).not.toContain("<|im_start|>");
   });
 
   it("auto: the reference's lazy grammar and trigger; a plain answer parses as content without errors", () => {
@@ -59,7 +60,10 @@ describe("completion plans", () => {
 
   it("tools + response schema: one grammar for either; both kinds of output parse", () => {
     const p = plan({ tools, response_format: { type: "json_schema", json_schema: { name: "a", schema } } });
-    expect(p.grammar!.gbnf.split("\n")[0]).toBe("root ::= a-root | b-root");
+    // one choice in one tree: the schema's answer, or the calls alone
+    const root = p.grammar!.gbnf.split("\n").find((l) => l.startsWith("root ::= "))!;
+    expect(root).toMatch(/response-format .*\| "<\|im_start\|>assistant\\n" tool-calls$/);
+    expect(p.chat.grammar).toBe(p.grammar!.gbnf);
     const json = replay(p, ['{"ans', 'wer": "x"}']);
     expect(json.completion.choices[0].message.content).toBe('{"answer": "x"}');
     expect(json.completion.choices[0].finish_reason).toBe("stop");
@@ -98,7 +102,8 @@ describe("completion plans", () => {
   it("a cached plan gives the same grammar and a fresh prompt", () => {
     const a = plan({ tools });
     const b = buildCompletionPlan(template, normalizeChatRequest({ messages: [{ role: "user", content: "other" }], tools }), specials);
-    expect(b.grammar).toBe(a.grammar);
+    expect(b.grammar).toEqual(a.grammar);
+    expect(b.chat.parser).toBe(a.chat.parser);
     expect(b.prompt).not.toBe(a.prompt);
     expect(b.prompt).toContain("other");
   });

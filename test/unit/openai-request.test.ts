@@ -1,12 +1,11 @@
-// Request checks, OpenAI error bodies, stop strings, SSE and GBNF edits: no model needed.
+// Request checks, OpenAI error bodies, schema degradation, stop strings and SSE: no model needed.
 import { describe, expect, it } from "vitest";
 
 import { LlamapegError } from "../../lib/errors.js";
 import { compileJsonSchema } from "../../lib/json-schema/index.js";
-import { alternativeGrammars, dropGenerationPrompt } from "../../lib/openai/gbnf-edit.js";
 import { normalizeChatRequest, toOpenAIError, validateJson, writeSSE, type ChatCompletionChunk } from "../../lib/openai/index.js";
 import { StopMatcher } from "../../lib/openai/stops.js";
-import { sanitizeToolSchemas } from "../../lib/openai/tool-schemas.js";
+import { sanitizeToolSchemas } from "../../lib/chat/apply/schemas.js";
 
 const user = [{ role: "user", content: "hi" }];
 const tool = (name: string, parameters: Record<string, unknown> = { type: "object" }) => ({ type: "function" as const, function: { name, parameters } });
@@ -55,8 +54,11 @@ describe("request checks", () => {
       tool_choice: { type: "function", function: { name: "a" } },
       stop: "END",
     });
-    expect(r).toMatchObject({ toolChoice: "function", namedTool: "a", callsOnly: true, parallelToolCalls: false, stop: ["END"], stream: false });
-    expect(normalizeChatRequest({ messages: user, tools: [tool("a")], tool_choice: "required" }).callsOnly).toBe(false);
+    expect(r.chat).toMatchObject({ toolChoice: "required", namedTool: "a", callsOnly: true, parallelToolCalls: false });
+    expect(r).toMatchObject({ stop: ["END"], stream: false });
+    // required means a call: calls only unless the request opts in to text first
+    expect(normalizeChatRequest({ messages: user, tools: [tool("a")], tool_choice: "required" }).chat.callsOnly).toBe(true);
+    expect(normalizeChatRequest({ messages: user, tools: [tool("a")], tool_choice: "required", calls_only: false }).chat.callsOnly).toBe(false);
   });
 
   it("other errors are server errors in the same shape", () => {
@@ -67,11 +69,12 @@ describe("request checks", () => {
 describe("tool schemas that cannot be compiled", () => {
   it("drop unenforceable keywords with a warning, and make an invalid schema permissive for that tool only", () => {
     const good = { type: "object", properties: { n: { type: "integer" } } };
-    const { tools, warnings } = sanitizeToolSchemas([
+    const warnings: string[] = [];
+    const tools = sanitizeToolSchemas([
       tool("ok", good),
       tool("loose", { type: "object", properties: { e: { type: "string", not: { const: "x" } } } }),
       tool("broken", { type: "object", properties: { e: { type: 5 } } }),
-    ]);
+    ], warnings);
     expect(tools[0]!.function.parameters).toEqual(good);
     expect(tools[1]!.function.parameters).toEqual({ type: "object", properties: { e: { type: "string" } } });
     expect(tools[2]!.function.parameters).toEqual({ type: "object" });
@@ -105,19 +108,6 @@ describe("stop strings", () => {
     const out: number[] = [];
     for (let i = 0; i < bytes.length; i++) for (const h of m.push(bytes.subarray(i, i + 1), i)) out.push(...h.bytes);
     expect(dec.decode(new Uint8Array(out))).toBe("héllo");
-  });
-});
-
-describe("GBNF edits", () => {
-  it("drops the generation prompt from the front of root only when it is there", () => {
-    const g = 'root ::= "<|im_start|>assistant\\n" space x\nspace ::= " "?\nx ::= "a"\n';
-    expect(dropGenerationPrompt(g, "<|im_start|>assistant\n")).toBe('root ::= space x\nspace ::= " "?\nx ::= "a"\n');
-    expect(dropGenerationPrompt(g, "other")).toBe(g);
-    expect(dropGenerationPrompt('root ::= x\nx ::= "a"\n', "<|im_start|>assistant\n")).toBe('root ::= x\nx ::= "a"\n');
-  });
-  it("joins two grammars as alternatives without mixing their rules", () => {
-    const g = alternativeGrammars('root ::= item{1,2} "[x]"\nitem ::= [a-z] | "item"\n', 'root ::= item\nitem ::= "b"\n');
-    expect(g).toBe('root ::= a-root | b-root\na-root ::= a-item{1,2} "[x]"\na-item ::= [a-z] | "item"\nb-root ::= b-item\nb-item ::= "b"\n');
   });
 });
 

@@ -84,16 +84,16 @@ describe("the request contract", () => {
   });
 
   it("reasoning_effort is the thinking switch unless chat_template_kwargs sets it", () => {
-    expect(normalizeChatRequest({ messages, reasoning_effort: "none" } as ChatCompletionRequest).chatTemplateKwargs).toEqual({ enable_thinking: false });
-    expect(normalizeChatRequest({ messages, reasoning_effort: "high" } as ChatCompletionRequest).chatTemplateKwargs).toEqual({ enable_thinking: true });
-    expect(normalizeChatRequest({ messages, reasoning_effort: "low", chat_template_kwargs: { enable_thinking: false } } as ChatCompletionRequest).chatTemplateKwargs).toEqual({ enable_thinking: false });
+    expect(normalizeChatRequest({ messages, reasoning_effort: "none" } as ChatCompletionRequest).chat.chatTemplateKwargs).toEqual({ enable_thinking: false });
+    expect(normalizeChatRequest({ messages, reasoning_effort: "high" } as ChatCompletionRequest).chat.chatTemplateKwargs).toEqual({ enable_thinking: true });
+    expect(normalizeChatRequest({ messages, reasoning_effort: "low", chat_template_kwargs: { enable_thinking: false } } as ChatCompletionRequest).chat.chatTemplateKwargs).toEqual({ enable_thinking: false });
     expect(param({ messages, reasoning_effort: "extreme" })).toBe("reasoning_effort");
   });
 
   it("allowed_tools narrows the tools and applies its mode; custom tools are refused", () => {
     const r = normalizeChatRequest({ messages, tools, tool_choice: { type: "allowed_tools", allowed_tools: { mode: "required", tools: [{ type: "function", function: { name: "b" } }] } } });
-    expect(r.tools.map((t) => t.function.name)).toEqual(["b"]);
-    expect(r.toolChoice).toBe("required");
+    expect(r.chat.tools!.map((t) => t.function.name)).toEqual(["b"]);
+    expect(r.chat.toolChoice).toBe("required");
     expect(param({ messages, tools, tool_choice: { type: "allowed_tools", allowed_tools: { mode: "auto", tools: [{ type: "function", function: { name: "zz" } }] } } })).toBe("tool_choice.allowed_tools.tools[0]");
     expect(param({ messages, tools: [{ type: "custom", custom: { name: "c" } }] })).toBe("tools[0].type");
   });

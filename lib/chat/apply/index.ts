@@ -1,30 +1,19 @@
 /**
- * `applyChatTemplate(source, request)`: an OpenAI-style request and a chat template in, a `ChatPlan`
- * out (prompt, output parser, its GBNF, triggers, stops...). Follows llama.cpp's
- * `common_chat_templates_apply` (jinja path): specialized formats first, detected from the template
- * source, else the template analysis feeds the parser generator. See docs/apply.md.
+ * `applyChatTemplate(source, request)`: an OpenAI-style request and a chat template in, the whole
+ * `ChatPlan` out (prompt, output parser, its GBNF, triggers, prefill, stops...), with no model.
+ * Follows llama.cpp's `common_chat_templates_apply` (jinja path): a model family's own plan when
+ * the template source is one (formats/), else the template analysis feeds the parser generator;
+ * on top, what llama.cpp leaves to its server or does not do (named tool_choice, calls only, tools
+ * together with a response schema, schema degradation). See docs/apply.md.
  */
 import { LlamapegError } from "../../errors.js";
-import { analyzeTemplate } from "../analysis/analyze.js";
-import { detectSpecializedTemplate } from "../template/chat-context.js";
-import { patchTemplateSource } from "../template/source-patches.js";
-import { applyWithAnalysis } from "./autoparser.js";
-import { renderPrompts, withPromptSegments } from "./plan-parts.js";
+import { buildPlan, internalError } from "./build.js";
 import { normalizeApplyRequest, type ApplyChatRequest, type NormalizedApplyRequest } from "./request.js";
-import { SPECIALIZED_HANDLERS } from "./specialized/index.js";
 import type { AppliedChatPlan } from "./types.js";
 
-export type { ApplyChatRequest, ReasoningFormat } from "./request.js";
+export type { ApplyChatRequest, NormalizedApplyRequest, ReasoningFormat, ResponseFormat, ToolChoice } from "./request.js";
 export type { AppliedChatPlan } from "./types.js";
-
-/**
- * Marks plans whose grammar forces a call (tool_choice "required", tools, no response schema), so
- * that a finished output without one is a parse failure rather than an answer.
- */
-function withRequiredCalls(plan: AppliedChatPlan, req: NormalizedApplyRequest): AppliedChatPlan {
-  plan.toolCallsRequired = req.toolChoice === "required" && (req.tools?.length ?? 0) > 0 && req.jsonSchema === null && plan.grammar !== "";
-  return plan;
-}
+export { normalizeApplyRequest } from "./request.js";
 
 /**
  * Builds the plan for one request. Throws `LlamapegError`: `ERR_INVALID_REQUEST` (a malformed
@@ -33,22 +22,14 @@ function withRequiredCalls(plan: AppliedChatPlan, req: NormalizedApplyRequest): 
  */
 export function applyChatTemplate(source: string, request: ApplyChatRequest): AppliedChatPlan {
   if (typeof source !== "string") throw new LlamapegError("ERR_INVALID_ARGUMENT", "applyChatTemplate: the template source must be a string", { where: "source" });
-  const req = normalizeApplyRequest(request);
+  return applyNormalized(source, normalizeApplyRequest(request));
+}
+
+/** `applyChatTemplate` for a request already checked by `normalizeApplyRequest`. */
+export function applyNormalized(source: string, req: NormalizedApplyRequest): AppliedChatPlan {
   try {
-    const kind = detectSpecializedTemplate(patchTemplateSource(source));
-    const handler = kind !== undefined ? SPECIALIZED_HANDLERS[kind] : undefined;
-    // Analysis overrides always go through the analysis, even for a specialized template.
-    if (handler !== undefined && req.analysisOverrides === undefined) return withRequiredCalls(withPromptSegments(() => handler(source, req)), req);
-    // Render first: a template that does not render fails with its render error, not a probe's.
-    const prompts = renderPrompts(source, req);
-    const analysis = analyzeTemplate(source, {
-      bosToken: req.bosToken,
-      eosToken: req.eosToken,
-      ...(req.analysisOverrides !== undefined ? { overrides: req.analysisOverrides } : {}),
-    });
-    return withRequiredCalls({ ...applyWithAnalysis(source, req, analysis, prompts), promptSegments: prompts.promptSegments }, req);
+    return buildPlan(source, req);
   } catch (e) {
-    if (e instanceof LlamapegError) throw e;
-    throw new LlamapegError("ERR_INTERNAL", `applyChatTemplate failed unexpectedly: ${(e as Error)?.message ?? String(e)}`, { where: "applyChatTemplate" });
+    return internalError(e);
   }
 }

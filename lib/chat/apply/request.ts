@@ -1,23 +1,38 @@
 /**
- * The `applyChatTemplate` request: OpenAI field names plus llama.cpp's reasoning options, checked
- * and brought into one internal shape. `response_format` is read as the server reads it
- * (`json_object` with an optional `schema`, `json_schema` with `json_schema.schema`).
+ * The chat request (OpenAI field names, llama.cpp's reasoning options, two llamapeg extensions),
+ * checked once and brought into one internal shape. `applyChatTemplate` and
+ * `createChatCompletion` both use this validator; every rejection is ERR_INVALID_REQUEST whose
+ * `where` (OpenAI's `param`) names the field.
+ *
+ * `response_format` follows OpenAI: `json_object` means a JSON object (`{"type": "object"}` unless
+ * a `schema` is given), `json_schema` its `json_schema.schema` (a JSON object when absent or
+ * empty). llama.cpp's own `json_schema` field wins when both are given; empty, it constrains nothing.
  */
 import { LlamapegError } from "../../errors.js";
+import { compileJsonSchema } from "../../json-schema/index.js";
 import type { TemplateAnalysisOverrides } from "../analysis/types.js";
-import type { ToolChoiceMode } from "../grammar/formats.js";
+import { parseChatMessages, type ChatMessage } from "../messages.js";
 import type { ChatTool } from "../tools.js";
 import { type TemplateLimits, resolveLimits } from "../template/limits.js";
 
 export type ReasoningFormat = "none" | "auto" | "deepseek";
 
+/** `tool_choice`: a mode, or one named function the output must call. */
+export type ToolChoice = "auto" | "required" | "none" | { type: "function"; function: { name: string } };
+
+export type ResponseFormat =
+  | { type: "text" }
+  | { type: "json_object"; schema?: unknown }
+  | { type: "json_schema"; json_schema: { name?: string; schema?: unknown; strict?: boolean } };
+
 export interface ApplyChatRequest {
   messages: readonly unknown[];
   tools?: readonly unknown[] | null;
-  tool_choice?: ToolChoiceMode;
-  /** Default false, as llama.cpp's `common_chat_templates_inputs`. */
+  /** Default "auto" (with tools). A named function: only that tool, and a call is required. */
+  tool_choice?: ToolChoice;
+  /** Default false, as llama.cpp's `common_chat_templates_inputs` (OpenAI's default is true). */
   parallel_tool_calls?: boolean;
-  response_format?: { type: "text" | "json_object" | "json_schema"; schema?: unknown; json_schema?: { schema?: unknown } } | null;
+  response_format?: ResponseFormat | null;
   /** A JSON schema the answer must satisfy (llama.cpp's own field; takes precedence over `response_format`). */
   json_schema?: unknown;
   /** Default true. */
@@ -33,21 +48,33 @@ export interface ApplyChatRequest {
   eos_token?: string;
   /** What the template's date functions show. Default: the current time. */
   now?: Date;
-  /** Replaces fields of the template analysis before the parser is generated (see `withOverrides`). */
+  /** llamapeg: replaces fields of the template analysis before the parser is generated (see `withOverrides`). */
   analysis_overrides?: TemplateAnalysisOverrides;
+  /**
+   * llamapeg: with tool_choice "required" or a named function, the grammar allows only the calls
+   * (after the reasoning block where the format has one), no text before them. Default true (a
+   * required call is a call); false opts in to llama.cpp's grammar, which lets text come first.
+   */
+  calls_only?: boolean;
   /** Render budgets for the prompt (see docs/security.md). Default: DEFAULT_TEMPLATE_LIMITS. */
   template_limits?: TemplateLimits;
 }
 
 /** The request after validation. */
 export interface NormalizedApplyRequest {
-  messages: readonly unknown[];
+  messages: ChatMessage[];
   /** `null` when the request has no `tools` array (the reference tells "absent" from "empty"). */
   tools: ChatTool[] | null;
-  toolChoice: ToolChoiceMode;
+  /** The mode; a named function is "required" with `namedTool` set. */
+  toolChoice: "auto" | "required" | "none";
+  namedTool: string | null;
+  /** Calls only, no text before them (meaningful when toolChoice is "required"). Default true. */
+  callsOnly: boolean;
   parallelToolCalls: boolean;
   /** A non-empty JSON-schema object, or null. */
   jsonSchema: Record<string, unknown> | null;
+  /** Where the schema came from, for messages about it. */
+  jsonSchemaWhere: string;
   addGenerationPrompt: boolean;
   grammar: string;
   reasoningFormat: ReasoningFormat;
@@ -60,6 +87,9 @@ export interface NormalizedApplyRequest {
   templateLimits: TemplateLimits | undefined;
 }
 
+const ROLES = new Set(["system", "developer", "user", "assistant", "tool"]);
+const TOOL_NAME = /^[a-zA-Z0-9_.-]{1,64}$/;
+
 function invalid(message: string, where: string): never {
   throw new LlamapegError("ERR_INVALID_REQUEST", message, { where });
 }
@@ -68,21 +98,95 @@ function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === "object" && v !== null && !Array.isArray(v);
 }
 
-function schemaOf(req: ApplyChatRequest): Record<string, unknown> | null {
-  let schema: unknown = req.json_schema;
-  const rf = req.response_format;
-  if (schema === undefined && rf !== undefined && rf !== null) {
-    if (!isObject(rf)) invalid("response_format must be an object", "response_format");
-    if (rf.type === "json_object") schema = rf.schema ?? {};
-    else if (rf.type === "json_schema") {
-      const wrapper = rf.json_schema;
-      if (wrapper !== undefined && !isObject(wrapper)) invalid("response_format.json_schema must be an object", "response_format.json_schema");
-      schema = wrapper?.schema ?? {};
-    } else if (rf.type !== "text" && rf.type !== undefined) {
-      invalid(`response_format.type must be "text", "json_object" or "json_schema", got ${JSON.stringify(rf.type)}`, "response_format.type");
+function optBool(r: Record<string, unknown>, key: string): boolean | undefined {
+  const v = r[key];
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== "boolean") invalid(`${key} must be a boolean, got ${JSON.stringify(v)}`, key);
+  return v;
+}
+
+function optString(r: Record<string, unknown>, key: string): string | undefined {
+  const v = r[key];
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== "string") invalid(`${key} must be a string, got ${JSON.stringify(v)}`, key);
+  return v;
+}
+
+function checkMessages(value: unknown): ChatMessage[] {
+  if (!Array.isArray(value)) invalid("messages must be an array", "messages");
+  const messages = parseChatMessages(value, "messages");
+  const calls = new Set<string>();
+  messages.forEach((m, i) => {
+    if (!ROLES.has(m.role)) invalid(`unknown role ${JSON.stringify(m.role)} (expected system, developer, user, assistant or tool)`, `messages[${i}].role`);
+    if (m.tool_calls !== undefined && m.role !== "assistant") invalid(`only assistant messages carry tool calls (role is ${m.role})`, `messages[${i}].tool_calls`);
+    for (const c of m.tool_calls ?? []) if (c.id !== "") calls.add(c.id);
+    if (m.role === "tool") {
+      if (m.tool_call_id === undefined) invalid("a tool message needs the id of the call it answers", `messages[${i}].tool_call_id`);
+      if (!calls.has(m.tool_call_id)) invalid(`no earlier assistant tool call has id ${JSON.stringify(m.tool_call_id)}`, `messages[${i}].tool_call_id`);
     }
+  });
+  return messages;
+}
+
+function checkTools(tools: unknown): ChatTool[] | null {
+  if (tools === undefined || tools === null) return null;
+  if (!Array.isArray(tools)) invalid("tools must be an array", "tools");
+  const seen = new Set<string>();
+  tools.forEach((t, i) => {
+    const at = `tools[${i}]`;
+    if (!isObject(t)) invalid("a tool must be an object", at);
+    if (t.type !== "function") invalid(`unsupported tool type ${JSON.stringify(t.type)} (expected "function")`, `${at}.type`);
+    const fn = t.function;
+    if (!isObject(fn)) invalid("a tool needs a function object", `${at}.function`);
+    if (typeof fn.name !== "string" || !TOOL_NAME.test(fn.name)) {
+      invalid(`expected 1-64 characters of a-z, A-Z, 0-9, _ . -, got ${JSON.stringify(fn.name)}`, `${at}.function.name`);
+    }
+    if (seen.has(fn.name)) invalid(`duplicate tool name ${JSON.stringify(fn.name)}`, `${at}.function.name`);
+    seen.add(fn.name);
+    if (fn.description !== undefined && typeof fn.description !== "string") invalid("description must be a string", `${at}.function.description`);
+    if (fn.parameters !== undefined && !isObject(fn.parameters)) invalid("parameters must be a JSON schema object", `${at}.function.parameters`);
+  });
+  return tools as ChatTool[];
+}
+
+function checkToolChoice(value: unknown, tools: ChatTool[] | null): { toolChoice: NormalizedApplyRequest["toolChoice"]; namedTool: string | null } {
+  if (value === undefined || value === null) return { toolChoice: "auto", namedTool: null };
+  if (value === "auto" || value === "none") return { toolChoice: value, namedTool: null };
+  if (value === "required") {
+    if (tools === null || tools.length === 0) invalid(`tool_choice "required" needs tools`, "tool_choice");
+    return { toolChoice: "required", namedTool: null };
   }
-  if (schema === undefined || schema === null) return null;
+  if (isObject(value) && value.type === "function" && isObject(value.function) && typeof value.function.name === "string") {
+    const name = value.function.name;
+    if (!(tools ?? []).some((t) => t.function.name === name)) invalid(`no tool named ${JSON.stringify(name)} in tools`, "tool_choice.function.name");
+    return { toolChoice: "required", namedTool: name };
+  }
+  invalid(`tool_choice must be "auto", "required", "none" or {type: "function", function: {name}}, got ${JSON.stringify(value)}`, "tool_choice");
+}
+
+/** Schemas (as JSON text) known to compile: a repeated request does not compile its schema again. */
+const compiled = new Set<string>();
+
+/** A schema that cannot be compiled at all is a request error (keywords the grammar cannot enforce are not). */
+function compiles(schema: Record<string, unknown> | null, where: string): Record<string, unknown> | null {
+  if (schema === null) return null;
+  const text = JSON.stringify(schema);
+  if (compiled.has(text)) return schema;
+  try {
+    compileJsonSchema(schema, { unsupported: "ignore" });
+    if (compiled.size >= 64) compiled.delete(compiled.values().next().value!);
+    compiled.add(text);
+  } catch (e) {
+    if (e instanceof LlamapegError) throw new LlamapegError("ERR_INVALID_REQUEST", `${where}: ${e.message}`, { where, cause: e });
+    throw e;
+  }
+  return schema;
+}
+
+/** The response schema and the field it came from. */
+function checkSchema(req: Record<string, unknown>): { schema: Record<string, unknown> | null; where: string } {
+  let schema: unknown = req.json_schema;
+  let where = "json_schema";
   if (typeof schema === "string") {
     try {
       schema = JSON.parse(schema);
@@ -90,71 +194,87 @@ function schemaOf(req: ApplyChatRequest): Record<string, unknown> | null {
       invalid("json_schema is not valid JSON text", "json_schema");
     }
   }
-  if (typeof schema === "boolean") return null;
-  if (!isObject(schema)) invalid("a JSON schema must be an object", req.json_schema !== undefined ? "json_schema" : "response_format");
-  // An empty schema (`json_object` without one) constrains nothing in the reference either.
-  return Object.keys(schema).length > 0 ? schema : null;
-}
-
-function toolsOf(tools: unknown): ChatTool[] | null {
-  if (tools === undefined || tools === null) return null;
-  if (!Array.isArray(tools)) invalid("tools must be an array", "tools");
-  tools.forEach((t, i) => {
-    if (!isObject(t)) invalid("a tool must be an object", `tools[${i}]`);
-    if (t.type !== undefined && t.type !== "function") invalid(`unsupported tool type ${JSON.stringify(t.type)}`, `tools[${i}].type`);
-    const fn = t.function;
-    if (!isObject(fn)) invalid("a tool needs a function object", `tools[${i}].function`);
-    if (typeof fn.name !== "string" || fn.name === "") invalid("a tool function needs a name", `tools[${i}].function.name`);
-    if (fn.parameters !== undefined && !isObject(fn.parameters)) invalid("parameters must be a JSON schema object", `tools[${i}].function.parameters`);
-  });
-  return tools as ChatTool[];
+  if (schema !== undefined && schema !== null) {
+    if (typeof schema === "boolean") return { schema: null, where };
+    if (!isObject(schema)) invalid("a JSON schema must be an object", where);
+    // An empty schema constrains nothing (the reference's reading of its own field).
+    return { schema: Object.keys(schema).length > 0 ? schema : null, where };
+  }
+  const rf = req.response_format;
+  if (rf === undefined || rf === null) return { schema: null, where };
+  if (!isObject(rf)) invalid("response_format must be an object", "response_format");
+  switch (rf.type) {
+    case "text":
+      return { schema: null, where };
+    case "json_object":
+      schema = rf.schema;
+      where = "response_format.schema";
+      break;
+    case "json_schema":
+      if (!isObject(rf.json_schema)) invalid("response_format.json_schema must be an object with a schema", "response_format.json_schema");
+      schema = rf.json_schema.schema;
+      where = "response_format.json_schema.schema";
+      break;
+    default:
+      invalid(`response_format.type must be "text", "json_object" or "json_schema", got ${JSON.stringify(rf.type)}`, "response_format.type");
+  }
+  if (schema !== undefined && schema !== null && !isObject(schema)) invalid("expected a JSON schema object", where);
+  // OpenAI's JSON mode: the answer is a JSON object.
+  return { schema: isObject(schema) && Object.keys(schema).length > 0 ? schema : { type: "object" }, where };
 }
 
 /** `chat_template_kwargs.enable_thinking` as llama.cpp's server reads it (a boolean; other types are an error). */
 function kwargThinking(kwargs: Record<string, unknown> | undefined): boolean | undefined {
-  if (kwargs === undefined || kwargs === null || typeof kwargs !== "object") return undefined;
+  if (kwargs === undefined) return undefined;
   const v = kwargs.enable_thinking;
   if (v === undefined) return undefined;
   if (typeof v !== "boolean") invalid(`chat_template_kwargs.enable_thinking must be a boolean, got ${JSON.stringify(v)}`, "chat_template_kwargs.enable_thinking");
   return v;
 }
 
-export function normalizeApplyRequest(req: ApplyChatRequest): NormalizedApplyRequest {
-  if (!isObject(req)) invalid("the request must be an object", "request");
-  if (!Array.isArray(req.messages)) invalid("messages must be an array", "messages");
-  const toolChoice = req.tool_choice ?? "auto";
-  if (toolChoice !== "auto" && toolChoice !== "required" && toolChoice !== "none") {
-    invalid(`tool_choice must be "auto", "required" or "none", got ${JSON.stringify(toolChoice)}`, "tool_choice");
-  }
+export function normalizeApplyRequest(request: ApplyChatRequest): NormalizedApplyRequest {
+  if (!isObject(request)) invalid("the request must be an object", "request");
+  const req = request as unknown as Record<string, unknown>;
+  const messages = checkMessages(req.messages);
+  const tools = checkTools(req.tools);
+  const { toolChoice, namedTool } = checkToolChoice(req.tool_choice, tools);
   const reasoningFormat = req.reasoning_format ?? "auto";
   if (reasoningFormat !== "none" && reasoningFormat !== "auto" && reasoningFormat !== "deepseek") {
     invalid(`reasoning_format must be "none", "auto" or "deepseek", got ${JSON.stringify(reasoningFormat)}`, "reasoning_format");
   }
-  if (req.now !== undefined && !(req.now instanceof Date && !Number.isNaN(req.now.getTime()))) invalid("now must be a valid Date", "now");
-  const grammar = req.grammar ?? "";
-  if (typeof grammar !== "string") invalid("grammar must be GBNF text", "grammar");
-  const tools = toolsOf(req.tools);
-  const jsonSchema = schemaOf(req);
-  if (tools !== null && toolChoice !== "none" && grammar !== "") {
-    invalid("a grammar cannot be combined with tools (the tool-call grammar is generated); drop `grammar` or set tool_choice to \"none\"", "grammar");
+  const now = req.now;
+  if (now !== undefined && !(now instanceof Date && !Number.isNaN(now.getTime()))) invalid("now must be a valid Date", "now");
+  const grammar = optString(req, "grammar") ?? "";
+  const kwargs = req.chat_template_kwargs;
+  if (kwargs !== undefined && kwargs !== null && !isObject(kwargs)) invalid("chat_template_kwargs must be an object", "chat_template_kwargs");
+  const chatTemplateKwargs = (kwargs ?? undefined) as Record<string, unknown> | undefined;
+  const { schema, where: jsonSchemaWhere } = checkSchema(req);
+  const jsonSchema = compiles(schema, jsonSchemaWhere);
+  if (tools !== null && tools.length > 0 && toolChoice !== "none" && grammar !== "") {
+    invalid('a grammar cannot be combined with tools (the tool-call grammar is generated); drop `grammar` or set tool_choice to "none"', "grammar");
   }
   if (jsonSchema !== null && grammar !== "") invalid("json_schema / response_format and grammar cannot be used together", "grammar");
+  const overrides = req.analysis_overrides;
+  if (overrides !== undefined && overrides !== null && !isObject(overrides)) invalid("analysis_overrides must be an object", "analysis_overrides");
   return {
-    messages: req.messages,
+    messages,
     tools,
     toolChoice,
-    parallelToolCalls: req.parallel_tool_calls ?? false,
+    namedTool,
+    callsOnly: optBool(req, "calls_only") ?? true,
+    parallelToolCalls: optBool(req, "parallel_tool_calls") ?? false,
     jsonSchema,
-    addGenerationPrompt: req.add_generation_prompt ?? true,
+    jsonSchemaWhere,
+    addGenerationPrompt: optBool(req, "add_generation_prompt") ?? true,
     grammar,
     reasoningFormat,
-    enableThinking: req.enable_thinking ?? kwargThinking(req.chat_template_kwargs) ?? true,
-    chatTemplateKwargs: req.chat_template_kwargs,
-    bosToken: req.bos_token ?? "",
-    eosToken: req.eos_token ?? "",
-    now: req.now ?? new Date(),
-    analysisOverrides: req.analysis_overrides,
-    templateLimits: templateLimitsOf(req.template_limits),
+    enableThinking: optBool(req, "enable_thinking") ?? kwargThinking(chatTemplateKwargs) ?? true,
+    chatTemplateKwargs,
+    bosToken: optString(req, "bos_token") ?? "",
+    eosToken: optString(req, "eos_token") ?? "",
+    now: (now as Date | undefined) ?? new Date(),
+    analysisOverrides: (overrides ?? undefined) as TemplateAnalysisOverrides | undefined,
+    templateLimits: templateLimitsOf(req.template_limits as TemplateLimits | undefined),
   };
 }
 

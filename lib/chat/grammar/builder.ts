@@ -12,10 +12,35 @@ import { MAX_PERMUTE, TAG } from "../tags.js";
 /** A parser, or a string meaning that literal. */
 export type ChatPegInput = PegParser | string;
 
-/** An operand of `cat`/`alts`: a parser already built, a literal, or a parser to build when its turn comes. */
-export type LazyPegInput = ChatPegInput | (() => PegParser);
-
 export class ChatPegBuilder extends PegBuilder {
+  #rulePrefix = "";
+
+  /**
+   * Builds `fn`'s nodes with every rule name (definitions and references) prefixed, so that two
+   * output trees can share one arena without their rules clashing. `prefix`: [a-zA-Z0-9-] only.
+   */
+  withRulePrefix<T>(prefix: string, fn: () => T): T {
+    const outer = this.#rulePrefix;
+    this.#rulePrefix = prefix;
+    try {
+      return fn();
+    } finally {
+      this.#rulePrefix = outer;
+    }
+  }
+
+  #scoped(name: string): string {
+    return this.#rulePrefix === "" || name.startsWith(this.#rulePrefix) ? name : this.#rulePrefix + name;
+  }
+
+  override rule(name: string, p: Parameters<PegBuilder["rule"]>[1], trigger = false): PegParser {
+    return super.rule(this.#scoped(name), p, trigger);
+  }
+
+  override ref(name: string): PegParser {
+    return super.ref(this.#scoped(name));
+  }
+
   /** A string becomes a literal; a parser is returned as is. */
   lit(p: ChatPegInput): PegParser {
     return typeof p === "string" ? this.literal(p) : p;
@@ -24,36 +49,6 @@ export class ChatPegBuilder extends PegBuilder {
   /** Sequence where strings are literals.  S -> A B C */
   seq(...parts: ChatPegInput[]): PegParser {
     return this.sequence(parts.map((p) => this.lit(p)));
-  }
-
-  /**
-   * The C++ chain `a + b + c` node for node: GCC builds the operands right to left (c, then b, then
-   * a), then the sequences left to right, with a string operand's literal made by the operator.
-   * Use it where an arena must match the reference's exactly; the parse is the same as `seq`.
-   */
-  cat(...parts: LazyPegInput[]): PegParser {
-    return this.fold(parts, (a, b) => this.sequence([a, b]));
-  }
-
-  /** The C++ chain `a | b | c` node for node (see `cat`). */
-  alts(...parts: LazyPegInput[]): PegParser {
-    return this.fold(parts, (a, b) => this.choice([a, b]));
-  }
-
-  private fold(parts: LazyPegInput[], op: (a: PegParser, b: PegParser) => PegParser): PegParser {
-    const built: (PegParser | string)[] = new Array(parts.length);
-    for (let i = parts.length - 1; i >= 0; i--) {
-      const part = parts[i]!;
-      built[i] = typeof part === "function" ? part() : part;
-    }
-    let acc = built[0]!;
-    if (built.length === 1) return this.lit(acc);
-    for (let i = 1; i < built.length; i++) {
-      const left = typeof acc === "string" ? this.literal(acc) : acc;
-      const part = built[i]!;
-      acc = op(left, typeof part === "string" ? this.literal(part) : part);
-    }
-    return acc as PegParser;
   }
 
   /** Ordered choice where strings are literals.  S -> A | B | C */
@@ -150,7 +145,7 @@ export class ChatPegBuilder extends PegBuilder {
     if (marker === "") {
       return this.zeroOrMore(this.choice([structured, this.rule(tagName, this.content(this.any()))]));
     }
-    const chunk = this.rule(tagName, this.content(this.cat(() => this.negate(this.literal(marker)), () => this.any(), () => this.until(marker))));
+    const chunk = this.rule(tagName, this.content(this.sequence([this.negate(this.literal(marker)), this.any(), this.until(marker)])));
     return this.zeroOrMore(this.choice([structured, chunk]));
   }
 

@@ -70,9 +70,19 @@ export interface ToolsContext {
   contentEnd?: string;
 }
 
-/** Operand helpers for `cat`: a node built when the chain reaches it. */
-function ops(p: ChatPegBuilder) {
-  return { L: (t: string) => () => p.literal(t), S: () => p.space(), E: () => p.end() };
+/** A tools parser: the whole output, and the same output with no text before the calls. */
+export interface ToolsTree {
+  parser: PegParser;
+  /** Reasoning, then the calls (tool_choice "required" with calls only). */
+  callsOnly: PegParser;
+}
+
+/**
+ * Reasoning (when the format has a block), then `calls`: the calls-only variant of an output.
+ * Whitespace is allowed between the two, none before the calls when there is no reasoning block.
+ */
+export function callsAfterReasoning(p: ChatPegBuilder, reasoning: PegParser, calls: PegParser): PegParser {
+  return p.node(reasoning.id).kind === "epsilon" ? p.seq(reasoning, calls) : p.seq(reasoning, p.space(), calls);
 }
 
 /**
@@ -82,8 +92,8 @@ function ops(p: ChatPegBuilder) {
 export function reasoningParser(p: ChatPegBuilder, start: string, end: string): PegParser {
   if (end === "") return p.eps();
   const endTrimmed = trimWhitespace(end);
-  if (start !== "") return p.optional(p.cat(() => p.optspace(start), () => p.reasoning(p.until(endTrimmed)), () => p.optspace(end)));
-  return p.optional(p.cat(() => p.reasoning(p.until(endTrimmed)), () => p.optspace(end)));
+  if (start !== "") return p.optional(p.seq(p.optspace(start), p.reasoning(p.until(endTrimmed)), p.optspace(end)));
+  return p.optional(p.seq(p.reasoning(p.until(endTrimmed)), p.optspace(end)));
 }
 
 /** Strips C-locale whitespace at both ends (the reference's `trim_whitespace`). */
@@ -107,23 +117,21 @@ export function contentOnlyParser(
   p: ChatPegBuilder,
   ctx: { reasoning: PegParser; contentStart?: string; contentEnd?: string; extractingReasoning: boolean },
 ): PegParser {
-  const { E } = ops(p);
   if (alwaysWrapped(ctx)) {
     const start = ctx.contentStart!;
     const end = ctx.contentEnd!;
-    if (ctx.extractingReasoning) return p.cat(ctx.reasoning, start, () => p.content(p.until(end)), end, E);
-    return p.cat(() => p.content(p.until(start)), start, () => p.content(p.until(end)), end, E);
+    if (ctx.extractingReasoning) return p.seq(ctx.reasoning, start, p.content(p.until(end)), end, p.end());
+    return p.seq(p.content(p.until(start)), start, p.content(p.until(end)), end, p.end());
   }
-  return p.cat(ctx.reasoning, () => p.content(p.rest()), E);
+  return p.seq(ctx.reasoning, p.content(p.rest()), p.end());
 }
 
 function optionalWrappedContent(p: ChatPegBuilder, ctx: ToolsContext): PegParser {
-  return alwaysWrapped(ctx) ? p.optional(p.cat(ctx.contentStart!, () => p.content(p.until(ctx.contentEnd!)), ctx.contentEnd!)) : p.eps();
+  return alwaysWrapped(ctx) ? p.optional(p.seq(ctx.contentStart!, p.content(p.until(ctx.contentEnd!)), ctx.contentEnd!)) : p.eps();
 }
 
 /** JSON-native calls (name inside the JSON), after optional content. */
-export function jsonNativeToolsParser(p: ChatPegBuilder, ctx: ToolsContext, format: ToolSectionFormat): PegParser {
-  const { S, E } = ops(p);
+export function jsonNativeToolsParser(p: ChatPegBuilder, ctx: ToolsContext, format: ToolSectionFormat): ToolsTree {
   let nameField = format.nameField ?? "name";
   let argsField = format.argsField ?? "arguments";
   const functionField = format.functionField ?? "function";
@@ -144,19 +152,17 @@ export function jsonNativeToolsParser(p: ChatPegBuilder, ctx: ToolsContext, form
     parametersOrder: format.parameterOrder ?? [],
     acceptOpenaiWrapper: format.openaiWrapperTrigger ?? false,
   };
-  let tools = p.eps();
+  let tools: PegParser;
   if (format.sectionStart === "" && format.perCallStart !== "") {
     const single = standardJsonTools(p, { ...common, sectionStart: format.perCallStart, sectionEnd: format.perCallEnd });
-    tools = p.triggerRule("tool-calls", p.oneOrMore(p.cat(single, S)));
+    tools = p.triggerRule("tool-calls", p.oneOrMore(p.seq(single, p.space())));
   } else {
     tools = standardJsonTools(p, { ...common, sectionStart: format.sectionStart, sectionEnd: format.sectionEnd });
   }
-  if (alwaysWrapped(ctx)) {
-    const wrapped = optionalWrappedContent(p, ctx);
-    return p.cat(ctx.reasoning, wrapped, tools, E);
-  }
+  const callsOnly = p.seq(callsAfterReasoning(p, ctx.reasoning, tools), p.end());
+  if (alwaysWrapped(ctx)) return { parser: p.seq(ctx.reasoning, optionalWrappedContent(p, ctx), tools, p.end()), callsOnly };
   const toolStart = format.sectionStart || format.perCallStart || "{";
-  return p.cat(ctx.reasoning, () => p.optional(p.content(p.until(toolStart))), tools, E);
+  return { parser: p.seq(ctx.reasoning, p.optional(p.content(p.until(toolStart))), tools, p.end()), callsOnly };
 }
 
 interface FuncParts {
@@ -167,32 +173,31 @@ interface FuncParts {
 
 /** One call: name tags, optional id, arguments, close (atomic where a partial header must not show). */
 function funcParser(p: ChatPegBuilder, parts: FuncParts, name: string, idSection: PegParser, haveId: boolean, args: PegParser, peek: PegParser | null): PegParser {
-  const { S } = ops(p);
   const { fn, section } = parts;
-  let open = p.toolOpen(p.cat(fn.namePrefix, () => p.toolName(p.literal(name)), fn.nameSuffix));
+  let open = p.toolOpen(p.seq(fn.namePrefix, p.toolName(p.literal(name)), fn.nameSuffix));
   let matchedAtomic = false;
-  let func = p.eps();
-  if (fn.argsSeparator) open = p.cat(open, S, () => p.literal(fn.argsSeparator!));
+  let func: PegParser;
+  if (fn.argsSeparator) open = p.seq(open, p.space(), fn.argsSeparator);
   if (fn.nameSuffix !== "") {
-    func = p.cat(open, idSection, S, args);
+    func = p.seq(open, idSection, p.space(), args);
     matchedAtomic = true;
   } else if (haveId) {
-    func = p.cat(() => p.atomic(p.cat(open, idSection)), S, args);
+    func = p.seq(p.atomic(p.seq(open, idSection)), p.space(), args);
     matchedAtomic = true;
   } else if (peek !== null) {
-    func = p.cat(() => p.atomic(p.cat(open, idSection, S, peek)), args);
+    func = p.seq(p.atomic(p.seq(open, idSection, p.space(), peek)), args);
     matchedAtomic = true;
   } else {
-    func = p.cat(open, idSection, S, args);
+    func = p.seq(open, idSection, p.space(), args);
   }
   if (fn.close !== "") {
-    func = p.cat(func, S, () => p.toolClose(p.literal(fn.close)));
+    func = p.seq(func, p.space(), p.toolClose(p.literal(fn.close)));
   } else if (section.perCallEnd !== "") {
     // Close only when the end marker is in sight, so "</" at the end of a stream does not close early.
-    const closePeek = parts.args.tolerateIntertagWhitespace ? p.peek(p.cat(S, () => p.literal(section.perCallEnd))) : p.peek(p.literal(section.perCallEnd));
-    func = p.cat(func, () => p.toolClose(closePeek));
+    const closePeek = parts.args.tolerateIntertagWhitespace ? p.peek(p.seq(p.space(), section.perCallEnd)) : p.peek(p.literal(section.perCallEnd));
+    func = p.seq(func, p.toolClose(closePeek));
   } else {
-    func = p.cat(func, () => p.toolClose(p.space())); // an empty close still runs the mapper's close step
+    func = p.seq(func, p.toolClose(p.space())); // an empty close still runs the mapper's close step
   }
   return matchedAtomic ? func : p.atomic(func);
 }
@@ -202,39 +207,37 @@ function hasCallId(id: ToolCallIdFormat | undefined, argsStart: string): id is T
 }
 
 /** The tool calls section around `choices`, then the whole output. */
-function wrapCalls(p: ChatPegBuilder, ctx: ToolsContext, section: ToolSectionFormat, choices: PegParser, tagged: boolean): PegParser {
-  const { L, S, E } = ops(p);
-  let calls = p.eps();
+function wrapCalls(p: ChatPegBuilder, ctx: ToolsContext, section: ToolSectionFormat, choices: PegParser, tagged: boolean): ToolsTree {
+  const S = () => p.space();
+  let calls: PegParser;
   if (section.perCallStart !== "") {
-    const wrapped = tagged ? p.cat(section.perCallStart, S, choices, S, section.perCallEnd) : p.cat(section.perCallStart, choices, section.perCallEnd);
+    const wrapped = tagged ? p.seq(section.perCallStart, S(), choices, S(), section.perCallEnd) : p.seq(section.perCallStart, choices, section.perCallEnd);
     if (tagged) {
-      calls = ctx.parallel
-        ? p.triggerRule("tool-call", p.cat(wrapped, () => p.zeroOrMore(p.cat(S, wrapped)), S))
-        : p.triggerRule("tool-call", p.cat(wrapped, S));
+      calls = ctx.parallel ? p.triggerRule("tool-call", p.seq(wrapped, p.zeroOrMore(p.seq(S(), wrapped)), S())) : p.triggerRule("tool-call", p.seq(wrapped, S()));
     } else {
-      calls = ctx.parallel ? p.triggerRule("tool-call", p.cat(wrapped, () => p.zeroOrMore(p.cat(S, wrapped)))) : p.triggerRule("tool-call", wrapped);
+      calls = ctx.parallel ? p.triggerRule("tool-call", p.seq(wrapped, p.zeroOrMore(p.seq(S(), wrapped)))) : p.triggerRule("tool-call", wrapped);
     }
     if (section.sectionStart !== "") {
-      const inner = calls;
-      const end = () => (section.sectionEnd === "" ? p.end() : tagged ? p.cat(L(section.sectionEnd), S) : p.literal(section.sectionEnd));
-      calls = p.triggerRule("tool-calls", p.cat(L(section.sectionStart), S, inner, S, end));
+      const end = section.sectionEnd === "" ? p.end() : tagged ? p.seq(section.sectionEnd, S()) : p.literal(section.sectionEnd);
+      calls = p.triggerRule("tool-calls", p.seq(section.sectionStart, S(), calls, S(), end));
     }
   } else {
     const sep = ", ";
     if (tagged) {
       calls = ctx.parallel
-        ? p.triggerRule("tool-call", p.cat(section.sectionStart, S, choices, () => p.zeroOrMore(p.cat(sep, choices)), S, section.sectionEnd))
-        : p.triggerRule("tool-call", p.cat(section.sectionStart, S, choices, S, section.sectionEnd));
+        ? p.triggerRule("tool-call", p.seq(section.sectionStart, S(), choices, p.zeroOrMore(p.seq(sep, choices)), S(), section.sectionEnd))
+        : p.triggerRule("tool-call", p.seq(section.sectionStart, S(), choices, S(), section.sectionEnd));
     } else {
       calls = ctx.parallel
-        ? p.triggerRule("tool-call", p.cat(section.sectionStart, choices, () => p.zeroOrMore(p.cat(sep, choices)), section.sectionEnd))
-        : p.triggerRule("tool-call", p.cat(section.sectionStart, choices, section.sectionEnd));
+        ? p.triggerRule("tool-call", p.seq(section.sectionStart, choices, p.zeroOrMore(p.seq(sep, choices)), section.sectionEnd))
+        : p.triggerRule("tool-call", p.seq(section.sectionStart, choices, section.sectionEnd));
     }
   }
+  const required = calls;
   if (ctx.toolChoice !== "required") calls = p.optional(calls);
   const trigger = section.sectionStart || section.perCallStart;
   const before = trigger === "" ? p.eps() : p.until(trigger);
-  return p.cat(ctx.reasoning, () => p.optional(p.content(before)), calls, E);
+  return { parser: p.seq(ctx.reasoning, p.optional(p.content(before)), calls, p.end()), callsOnly: p.seq(callsAfterReasoning(p, ctx.reasoning, required), p.end()) };
 }
 
 /** Calls whose name is a tag and whose arguments are one JSON object. */
@@ -245,25 +248,25 @@ export function tagJsonToolsParser(
   fn: ToolFunctionFormat,
   args: ToolArgumentsFormat,
   callId?: ToolCallIdFormat,
-): PegParser {
-  let choices = p.choice();
-  for (const f of toolFunctions(ctx.tools)) {
-    let haveId = false;
-    let idSection = p.eps();
-    if (hasCallId(callId, args.start)) {
-      idSection =
-        callId.suffix !== ""
-          ? p.cat(() => p.optional(p.cat(callId.prefix, () => p.toolId(p.until(callId.suffix)))), callId.suffix)
-          : p.optional(p.cat(callId.prefix, () => p.toolId(p.until(args.start))));
-      haveId = true;
-    }
-    let argsParser = p.toolArgs(p.schema(p.json(), `tool-${f.name}-schema`, toolParameters(f)));
-    if (args.start !== "") argsParser = p.cat(() => p.literal(args.start), argsParser);
-    if (args.end !== "") argsParser = p.cat(argsParser, () => p.literal(args.end));
-    const peek = args.start !== "" ? p.peek(p.literal(args.start)) : null;
-    const func = funcParser(p, { fn, section, args }, f.name, idSection, haveId, argsParser, peek);
-    choices = choices.or(p.rule(`tool-${f.name}`, func));
-  }
+): ToolsTree {
+  const choices = p.choice(
+    toolFunctions(ctx.tools).map((f) => {
+      let haveId = false;
+      let idSection = p.eps();
+      if (hasCallId(callId, args.start)) {
+        idSection =
+          callId.suffix !== ""
+            ? p.seq(p.optional(p.seq(callId.prefix, p.toolId(p.until(callId.suffix)))), callId.suffix)
+            : p.optional(p.seq(callId.prefix, p.toolId(p.until(args.start))));
+        haveId = true;
+      }
+      let argsParser = p.toolArgs(p.schema(p.json(), `tool-${f.name}-schema`, toolParameters(f)));
+      if (args.start !== "") argsParser = p.seq(args.start, argsParser);
+      if (args.end !== "") argsParser = p.seq(argsParser, args.end);
+      const peek = args.start !== "" ? p.peek(p.literal(args.start)) : null;
+      return p.rule(`tool-${f.name}`, funcParser(p, { fn, section, args }, f.name, idSection, haveId, argsParser, peek));
+    }),
+  );
   return wrapCalls(p, ctx, section, choices, false);
 }
 
@@ -279,53 +282,51 @@ export function tagTaggedToolsParser(
   fn: ToolFunctionFormat,
   args: ToolArgumentsFormat,
   callId?: ToolCallIdFormat,
-): PegParser {
-  const { S } = ops(p);
+): ToolsTree {
   const untilSuffix = p.rule("until-suffix", p.until(args.valueSuffix));
-  let choices = p.choice();
-  for (const f of toolFunctions(ctx.tools)) {
-    const params = toolParameters(f);
-    const required = toolRequired(f);
-    const info = new SchemaInfo();
-    info.resolveRefs(params);
-    const requiredParsers: PegParser[] = [];
-    const optionalParsers: PegParser[] = [];
-    for (const [param, schema] of toolProperties(f)) {
-      const value = info.resolvesToString(schema)
-        ? () => p.ac(p.cat(() => p.toolArgStringValue(untilSuffix), () => p.toolArgClose(p.literal(args.valueSuffix))), args.valueSuffix)
-        : () =>
-            p.cat(
-              () => p.toolArgJsonValue(p.schema(p.json(), `tool-${f.name}-arg-${param}-schema`, schema, false)),
-              () => p.toolArgClose(p.literal(args.valueSuffix)),
-            );
-      const arg = p.toolArg(p.cat(() => p.toolArgOpen(p.cat(args.namePrefix, () => p.toolArgName(p.literal(param)), args.nameSuffix)), args.valuePrefix, value));
-      const named = p.rule(`tool-${f.name}-arg-${param}`, arg);
-      (required.has(param) ? requiredParsers : optionalParsers).push(named);
-    }
-    let seq = p.eps();
-    requiredParsers.forEach((r, i) => {
-      if (i > 0) seq = p.cat(seq, S);
-      seq = p.cat(seq, r);
-    });
-    if (optionalParsers.length > 0) {
-      let anyOpt = p.choice();
-      for (const o of optionalParsers) anyOpt = anyOpt.or(o);
-      seq = p.cat(seq, () => p.repeat(p.cat(S, anyOpt), 0, -1));
-    }
-    if (args.start !== "") seq = p.cat(() => p.literal(args.start), seq);
-    if (args.end !== "") seq = p.cat(seq, () => p.literal(args.end));
-    let idSection = p.eps();
-    let haveId = false;
-    if (hasCallId(callId, args.start)) {
-      haveId = true;
-      idSection =
-        callId.suffix !== ""
-          ? p.optional(p.cat(callId.prefix, () => p.toolId(p.until(callId.suffix)), callId.suffix))
-          : p.optional(p.cat(callId.prefix, () => p.toolId(p.until(args.start))));
-    }
-    const peek = args.namePrefix !== "" && requiredParsers.length > 0 ? p.peek(p.literal(args.namePrefix)) : null;
-    const func = funcParser(p, { fn, section, args }, f.name, idSection, haveId, seq, peek);
-    choices = choices.or(p.rule(`tool-${f.name}`, func));
-  }
+  const choices = p.choice(
+    toolFunctions(ctx.tools).map((f) => {
+      const params = toolParameters(f);
+      const required = toolRequired(f);
+      const info = new SchemaInfo();
+      info.resolveRefs(params);
+      const requiredParsers: PegParser[] = [];
+      const optionalParsers: PegParser[] = [];
+      for (const [param, schema] of toolProperties(f)) {
+        const value = info.resolvesToString(schema)
+          ? p.ac(p.seq(p.toolArgStringValue(untilSuffix), p.toolArgClose(p.literal(args.valueSuffix))), args.valueSuffix)
+          : p.seq(p.toolArgJsonValue(p.schema(p.json(), `tool-${f.name}-arg-${param}-schema`, schema, false)), p.toolArgClose(p.literal(args.valueSuffix)));
+        const arg = p.toolArg(p.seq(p.toolArgOpen(p.seq(args.namePrefix, p.toolArgName(p.literal(param)), args.nameSuffix)), args.valuePrefix, value));
+        (required.has(param) ? requiredParsers : optionalParsers).push(p.rule(`tool-${f.name}-arg-${param}`, arg));
+      }
+      let seq = requiredThenOptional(p, requiredParsers, optionalParsers);
+      if (args.start !== "") seq = p.seq(args.start, seq);
+      if (args.end !== "") seq = p.seq(seq, args.end);
+      let idSection = p.eps();
+      let haveId = false;
+      if (hasCallId(callId, args.start)) {
+        haveId = true;
+        idSection =
+          callId.suffix !== ""
+            ? p.optional(p.seq(callId.prefix, p.toolId(p.until(callId.suffix)), callId.suffix))
+            : p.optional(p.seq(callId.prefix, p.toolId(p.until(args.start))));
+      }
+      const peek = args.namePrefix !== "" && requiredParsers.length > 0 ? p.peek(p.literal(args.namePrefix)) : null;
+      return p.rule(`tool-${f.name}`, funcParser(p, { fn, section, args }, f.name, idSection, haveId, seq, peek));
+    }),
+  );
   return wrapCalls(p, ctx, section, choices, true);
+}
+
+/**
+ * Required arguments in order (whitespace between), then any number of optional ones in any order:
+ *   S -> R1 space R2 ... (space (O1 | O2 | ...))*
+ */
+export function requiredThenOptional(p: ChatPegBuilder, required: readonly PegParser[], optional: readonly PegParser[]): PegParser {
+  let args = p.eps();
+  required.forEach((r, i) => {
+    args = i > 0 ? p.seq(args, p.space(), r) : p.seq(args, r);
+  });
+  if (optional.length > 0) args = p.seq(args, p.zeroOrMore(p.seq(p.space(), p.choice([...optional]))));
+  return args;
 }

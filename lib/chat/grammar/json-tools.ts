@@ -8,8 +8,7 @@
  *
  * One rule per tool (`tool-<name>`) whose name is a literal; the arguments are `json()` wrapped in
  * the tool's JSON Schema (`tool-<name>-schema`), which constrains the exported grammar.
- * Nodes are created in the reference's order (`cat` = C++ `+` as GCC evaluates it), so the arena is
- * node-for-node the reference's.
+ * The arena has the reference's structure (the conformance test compares them).
  */
 import type { PegParser } from "../../peg/builder.js";
 import { toolFunctions, toolParameters, type ChatTool } from "../tools.js";
@@ -47,122 +46,107 @@ function splitKey(key: string): [prefix: string, field: string] {
   return dot < 0 ? ["", key] : [key.slice(0, dot), key.slice(dot + 1)];
 }
 
-/** Operand helpers: a literal / space built when `cat` reaches it. */
-function ops(p: ChatPegBuilder) {
-  return {
-    L: (s: string) => () => p.literal(s),
-    S: () => p.space(),
-    /** `"\"" + tool_id(string_content('"')) + "\""` as three operands of a chain. */
-    quotedId: () => [() => p.literal('"'), () => p.toolId(p.stringContent('"')), () => p.literal('"')] as const,
-    /** `choice({ "\"" + tool_id(string_content) + "\"", tool_id(json_number()) })` */
-    idChoice: () => p.choice([p.cat(() => p.literal('"'), () => p.toolId(p.stringContent('"')), () => p.literal('"')), p.toolId(p.jsonNumber())]),
-    schemaArgs: (name: string, params: unknown) => () => p.toolArgs(p.schema(p.json(), `tool-${name}-schema`, params)),
-  };
+/** `"\"" + tool_id(string_content('"')) + "\""` */
+function quotedId(p: ChatPegBuilder): PegParser {
+  return p.seq('"', p.toolId(p.stringContent('"')), '"');
+}
+
+/** `choice({ "\"" + tool_id(string_content) + "\"", tool_id(json_number()) })` */
+function idChoice(p: ChatPegBuilder): PegParser {
+  return p.choice([quotedId(p), p.toolId(p.jsonNumber())]);
+}
+
+function schemaArgs(p: ChatPegBuilder, name: string, params: unknown): PegParser {
+  return p.toolArgs(p.schema(p.json(), `tool-${name}-schema`, params));
+}
+
+/** `"key" : value` with whitespace around the colon. */
+function member(p: ChatPegBuilder, key: PegParser | string, value: PegParser): PegParser {
+  return p.seq(key, p.space(), ":", p.space(), value);
+}
+
+/** The function name as a quoted string, shown only once complete. */
+function quotedName(p: ChatPegBuilder, name: string): PegParser {
+  return p.atomic(p.seq('"', p.toolName(p.literal(name)), '"'));
 }
 
 function functionIsKey(p: ChatPegBuilder, o: JsonToolsOptions, effectiveArgsKey: string): PegParser {
-  const { L, S, quotedId, idChoice, schemaArgs } = ops(p);
-  let choices = p.choice();
-  for (const fn of toolFunctions(o.tools)) {
-    const params = toolParameters(fn);
-    const inner: PegParser[] = [];
-    const comma = () => p.optional(p.cat(L(","), S));
-    if (o.callIdKey) {
-      const id = p.atomic(p.cat(L(`"${o.callIdKey}"`), S, L(":"), S, ...quotedId()));
-      inner.push(p.optional(p.cat(id, S, comma)));
-    }
-    if (o.genCallIdKey) {
-      const gen = p.atomic(p.cat(L(`"${o.genCallIdKey}"`), S, L(":"), S, idChoice));
-      inner.push(p.optional(p.cat(gen, S, comma)));
-    }
-    let args = p.eps();
-    args = o.argsKey ? p.cat(L(`"${effectiveArgsKey}"`), S, L(":"), S, schemaArgs(fn.name, params)) : schemaArgs(fn.name, params)();
-    inner.push(args);
-    let object = p.eps();
-    if (!o.argsKey && inner.length === 1) {
-      object = inner[0]!;
-    } else {
-      object = p.cat(L("{"), S);
-      inner.forEach((f, i) => {
-        object = p.cat(object, f);
-        if (i < inner.length - 1) object = p.cat(object, S);
-      });
-      object = p.cat(object, S, L("}"));
-    }
-    const tool = p.tool(
-      p.cat(() => p.toolOpen(p.literal("{")), S, L('"'), () => p.toolName(p.literal(fn.name)), L('"'), S, L(":"), S, object, S, () => p.toolClose(p.literal("}"))),
-    );
-    choices = choices.or(p.rule(`tool-${fn.name}`, tool));
-  }
-  return choices;
+  return p.choice(
+    toolFunctions(o.tools).map((fn) => {
+      const params = toolParameters(fn);
+      const inner: PegParser[] = [];
+      const comma = () => p.optional(p.seq(",", p.space()));
+      if (o.callIdKey) inner.push(p.optional(p.seq(p.atomic(member(p, `"${o.callIdKey}"`, quotedId(p))), p.space(), comma())));
+      if (o.genCallIdKey) inner.push(p.optional(p.seq(p.atomic(member(p, `"${o.genCallIdKey}"`, idChoice(p))), p.space(), comma())));
+      inner.push(o.argsKey ? member(p, `"${effectiveArgsKey}"`, schemaArgs(p, fn.name, params)) : schemaArgs(p, fn.name, params));
+      let object: PegParser;
+      if (!o.argsKey && inner.length === 1) {
+        object = inner[0]!;
+      } else {
+        const parts: PegParser[] = [p.literal("{"), p.space()];
+        inner.forEach((f, i) => {
+          parts.push(f);
+          if (i < inner.length - 1) parts.push(p.space());
+        });
+        object = p.seq(...parts, p.space(), "}");
+      }
+      const tool = p.tool(p.seq(p.toolOpen(p.literal("{")), p.space(), '"', p.toolName(p.literal(fn.name)), '"', p.space(), ":", p.space(), object, p.space(), p.toolClose(p.literal("}"))));
+      return p.rule(`tool-${fn.name}`, tool);
+    }),
+  );
 }
 
 function nestedKeys(p: ChatPegBuilder, o: JsonToolsOptions, nameKey: string, argsKey: string): PegParser {
-  const { L, S, quotedId, idChoice, schemaArgs } = ops(p);
-  let choices = p.choice();
   const [namePrefix, nameField] = splitKey(nameKey);
   const [argsPrefix, argsField] = splitKey(argsKey);
   const prefix = namePrefix !== "" ? namePrefix : argsPrefix;
   const nestedName = namePrefix !== "" ? nameField : nameKey;
   const nestedArgs = argsPrefix !== "" ? argsField : argsKey;
-  for (const fn of toolFunctions(o.tools)) {
-    const params = toolParameters(fn);
-    const name = p.cat(L(`"${nestedName}"`), S, L(":"), S, () => p.atomic(p.cat(L('"'), () => p.toolName(p.literal(fn.name)), L('"'))));
-    const args = p.cat(L(`"${nestedArgs}"`), S, L(":"), S, schemaArgs(fn.name, params));
-    const object = p.cat(L("{"), S, name, S, L(","), S, args, S, L("}"));
-    let body = p.cat(() => p.toolOpen(p.literal("{")), S);
-    if (o.callIdKey && splitKey(o.callIdKey)[0] === "") {
-      const id = p.atomic(p.cat(L(`"${o.callIdKey}"`), S, L(":"), S, ...quotedId()));
-      body = p.cat(body, () => p.optional(p.cat(id, S, L(","), S)));
-    }
-    if (o.genCallIdKey && splitKey(o.genCallIdKey)[0] === "") {
-      const gen = p.atomic(p.cat(L(`"${o.genCallIdKey}"`), S, L(":"), S, idChoice));
-      body = p.cat(body, () => p.optional(p.cat(gen, S, L(","), S)));
-    }
-    const field = p.cat(L(`"${prefix}"`), S, L(":"), S, object);
-    body = p.cat(body, field, S, () => p.toolClose(p.literal("}")));
-    choices = choices.or(p.rule(`tool-${fn.name}`, p.tool(body)));
-  }
-  return choices;
+  return p.choice(
+    toolFunctions(o.tools).map((fn) => {
+      const params = toolParameters(fn);
+      const name = member(p, `"${nestedName}"`, quotedName(p, fn.name));
+      const args = member(p, `"${nestedArgs}"`, schemaArgs(p, fn.name, params));
+      const object = p.seq("{", p.space(), name, p.space(), ",", p.space(), args, p.space(), "}");
+      const body: PegParser[] = [p.toolOpen(p.literal("{")), p.space()];
+      if (o.callIdKey && splitKey(o.callIdKey)[0] === "") body.push(p.optional(p.seq(p.atomic(member(p, `"${o.callIdKey}"`, quotedId(p))), p.space(), ",", p.space())));
+      if (o.genCallIdKey && splitKey(o.genCallIdKey)[0] === "") body.push(p.optional(p.seq(p.atomic(member(p, `"${o.genCallIdKey}"`, idChoice(p))), p.space(), ",", p.space())));
+      body.push(member(p, `"${prefix}"`, object), p.space(), p.toolClose(p.literal("}")));
+      return p.rule(`tool-${fn.name}`, p.tool(p.seq(...body)));
+    }),
+  );
 }
 
 function flatKeys(p: ChatPegBuilder, o: JsonToolsOptions, nameKey: string, argsKey: string): PegParser {
-  const { L, S, idChoice, schemaArgs } = ops(p);
   const order = o.parametersOrder ?? [];
   const rank = (key: string) => {
     const i = order.indexOf(key);
     return i < 0 ? order.length : i;
   };
-  let choices = p.choice();
+  // the key literals are shared by every tool's rule, as in the reference
   const nameKeyParser = p.literal(`"${nameKey}"`);
   const argsKeyParser = p.literal(`"${argsKey}"`);
-  for (const fn of toolFunctions(o.tools)) {
-    const params = toolParameters(fn);
-    const name = p.cat(nameKeyParser, S, L(":"), S, () => p.atomic(p.cat(L('"'), () => p.toolName(p.literal(fn.name)), L('"'))));
-    const args = p.cat(argsKeyParser, S, L(":"), S, schemaArgs(fn.name, params));
-    let id = p.eps();
-    if (o.callIdKey) id = p.atomic(p.cat(L(`"${o.callIdKey}"`), S, L(":"), S, idChoice));
-    let gen = p.eps();
-    if (o.genCallIdKey) gen = p.atomic(p.cat(L(`"${o.genCallIdKey}"`), S, L(":"), S, idChoice));
-    const fields: [PegParser, string][] = [
-      [name, nameKey],
-      [args, argsKey],
-    ];
-    if (o.callIdKey) fields.push([p.optional(id), o.callIdKey]);
-    if (o.genCallIdKey) fields.push([p.optional(gen), o.genCallIdKey]);
-    // Stable sort, like std::sort (insertion sort) on these few fields.
-    fields.sort((a, b) => rank(a[1]) - rank(b[1]));
-    let typeField = p.eps();
-    if (o.acceptOpenaiWrapper) typeField = p.optional(p.cat(L('"type"'), S, L(":"), S, L('"function"'), S, L(","), S));
-    let body = p.cat(() => p.toolOpen(p.literal("{")), S, typeField);
-    fields.forEach(([f], i) => {
-      body = p.cat(body, f);
-      if (i < fields.length - 1) body = p.cat(body, S, L(","), S);
-    });
-    body = p.cat(body, S, () => p.toolClose(p.literal("}")));
-    choices = choices.or(p.rule(`tool-${fn.name}`, p.tool(body)));
-  }
-  return choices;
+  return p.choice(
+    toolFunctions(o.tools).map((fn) => {
+      const params = toolParameters(fn);
+      const fields: [PegParser, string][] = [
+        [member(p, nameKeyParser, quotedName(p, fn.name)), nameKey],
+        [member(p, argsKeyParser, schemaArgs(p, fn.name, params)), argsKey],
+      ];
+      if (o.callIdKey) fields.push([p.optional(p.atomic(member(p, `"${o.callIdKey}"`, idChoice(p)))), o.callIdKey]);
+      if (o.genCallIdKey) fields.push([p.optional(p.atomic(member(p, `"${o.genCallIdKey}"`, idChoice(p)))), o.genCallIdKey]);
+      // Stable sort, like std::sort (insertion sort) on these few fields.
+      fields.sort((a, b) => rank(a[1]) - rank(b[1]));
+      const typeField = o.acceptOpenaiWrapper ? p.optional(p.seq(member(p, '"type"', p.literal('"function"')), p.space(), ",", p.space())) : p.eps();
+      const body: PegParser[] = [p.toolOpen(p.literal("{")), p.space(), typeField];
+      fields.forEach(([f], i) => {
+        body.push(f);
+        if (i < fields.length - 1) body.push(p.space(), p.literal(","), p.space());
+      });
+      body.push(p.space(), p.toolClose(p.literal("}")));
+      return p.rule(`tool-${fn.name}`, p.tool(p.seq(...body)));
+    }),
+  );
 }
 
 /**
@@ -171,16 +155,15 @@ function flatKeys(p: ChatPegBuilder, o: JsonToolsOptions, nameKey: string, argsK
  */
 export function standardJsonTools(p: ChatPegBuilder, o: JsonToolsOptions): PegParser {
   if (toolFunctions(o.tools).length === 0) return p.eps();
-  const { L, S } = ops(p);
   const nameKey = o.nameKey || "name";
   const argsKey = o.argsKey || "arguments";
-  let calls = p.eps();
+  let calls: PegParser;
   if (o.functionIsKey) calls = functionIsKey(p, o, argsKey);
   else if (splitKey(nameKey)[0] !== "" || splitKey(argsKey)[0] !== "") calls = nestedKeys(p, o, nameKey, argsKey);
   else calls = flatKeys(p, o, nameKey, argsKey);
   const choices = calls;
-  if (o.parallel) calls = p.cat(calls, () => p.zeroOrMore(p.cat(S, L(","), S, choices)));
-  if (o.arrayWrapped) calls = p.cat(L("["), S, calls, S, L("]"));
-  const section = p.triggerRule("tool-call", p.cat(L(o.sectionStart), S, calls, S, L(o.sectionEnd)));
+  if (o.parallel) calls = p.seq(calls, p.zeroOrMore(p.seq(p.space(), ",", p.space(), choices)));
+  if (o.arrayWrapped) calls = p.seq("[", p.space(), calls, p.space(), "]");
+  const section = p.triggerRule("tool-call", p.seq(o.sectionStart, p.space(), calls, p.space(), o.sectionEnd));
   return o.force ? section : p.optional(section);
 }

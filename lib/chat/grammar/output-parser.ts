@@ -12,6 +12,7 @@ import type { PegParser } from "../../peg/builder.js";
 import type { ChatTool } from "../tools.js";
 import { buildChatPegParser, type ChatPegBuilder } from "./builder.js";
 import {
+  type ToolsTree,
   contentOnlyParser,
   jsonNativeToolsParser,
   reasoningParser,
@@ -52,7 +53,7 @@ export interface ChatOutputRequest {
   generationPrompt?: string;
 }
 
-function toolsParser(p: ChatPegBuilder, f: ChatOutputFormat, ctx: ToolsContext): PegParser {
+function toolsParser(p: ChatPegBuilder, f: ChatOutputFormat, ctx: ToolsContext): ToolsTree | null {
   const t = f.tools;
   switch (t.format.mode) {
     case "json_native":
@@ -63,54 +64,52 @@ function toolsParser(p: ChatPegBuilder, f: ChatOutputFormat, ctx: ToolsContext):
       return tagTaggedToolsParser(p, ctx, t.format, t.function, t.arguments, t.callId);
     default:
       // The template seems to call tools but its format is unknown: tool calls cannot be parsed.
-      return p.eps();
+      return null;
   }
 }
 
-/** Builds the parser of a whole model output. Nodes come in the reference's order (see `cat`). */
-export function buildChatOutputParser(f: ChatOutputFormat, req: ChatOutputRequest): PegArena {
-  return buildChatPegParser((p) => {
-    // The reference's build context starts with an ε reasoning parser, then builds the real one.
-    let reasoning = p.eps();
-    const extracting = (req.extractReasoning ?? true) && f.reasoning.mode !== "none";
-    reasoning =
-      extracting && (f.reasoning.mode === "tag_based" || f.reasoning.mode === "tools_only") ? reasoningParser(p, f.reasoning.start, f.reasoning.end) : p.eps();
-    let parser = p.eps();
-    const wrapped = f.content.mode === "always_wrapped" && f.content.start !== "" && f.content.end !== "";
-    const tools = req.tools ?? [];
-    const choice = req.toolChoice ?? "auto";
-    let pureContent = f.reasoning.mode === "none";
-    if (req.jsonSchema && typeof req.jsonSchema === "object" && Object.keys(req.jsonSchema).length > 0) {
-      const schema = req.jsonSchema;
-      const responseFormat = p.rule("response-format", p.content(p.schema(p.json(), "response-format-schema", schema)));
-      const S = () => p.space();
-      parser = p.cat(
-        reasoning,
-        S,
-        () => p.choice([p.cat(() => p.literal("```json"), S, responseFormat, S, () => p.literal("```")), p.cat(S, responseFormat, S)]),
-        () => p.end(),
-      );
-      pureContent = false;
-    } else if (tools.length > 0 && choice !== "none" && (req.supportsToolCalls ?? true)) {
-      const ctx: ToolsContext = {
-        tools,
-        toolChoice: choice,
-        parallel: req.parallelToolCalls ?? true,
-        reasoning,
-        ...(wrapped ? { contentStart: f.content.start, contentEnd: f.content.end } : {}),
-      };
-      parser = toolsParser(p, f, ctx);
-      pureContent = false;
-    } else {
-      parser = contentOnlyParser(p, {
-        reasoning,
-        extractingReasoning: extracting,
-        ...(wrapped ? { contentStart: f.content.start, contentEnd: f.content.end } : {}),
-      });
-    }
-    const reasoningStart = trimWhitespace(f.reasoning.start);
-    const body = parser;
-    // C++ `prefix + parser` builds the prefix last; `prefix << parser` (sequenced) builds it first.
-    return pureContent ? p.cat(() => p.prefix(req.generationPrompt ?? "", reasoningStart), body) : p.prefix(req.generationPrompt ?? "", reasoningStart).spaced(body);
+/** The whole output tree, built into `p` (and, with tools, the calls-only variant). */
+export interface ChatOutputTree {
+  root: PegParser;
+  callsOnly?: PegParser;
+}
+
+/** Builds the tree of a whole model output into `p` (what `buildChatOutputParser` builds alone). */
+export function buildChatOutputTree(p: ChatPegBuilder, f: ChatOutputFormat, req: ChatOutputRequest): ChatOutputTree {
+  const extracting = (req.extractReasoning ?? true) && f.reasoning.mode !== "none";
+  const reasoning = extracting && (f.reasoning.mode === "tag_based" || f.reasoning.mode === "tools_only") ? reasoningParser(p, f.reasoning.start, f.reasoning.end) : p.eps();
+  const wrapped = f.content.mode === "always_wrapped" && f.content.start !== "" && f.content.end !== "";
+  const tools = req.tools ?? [];
+  const choice = req.toolChoice ?? "auto";
+  const prefix = () => p.prefix(req.generationPrompt ?? "", trimWhitespace(f.reasoning.start));
+  if (req.jsonSchema && typeof req.jsonSchema === "object" && Object.keys(req.jsonSchema).length > 0) {
+    const responseFormat = p.rule("response-format", p.content(p.schema(p.json(), "response-format-schema", req.jsonSchema)));
+    const body = p.seq(reasoning, p.space(), p.choice([p.seq("```json", p.space(), responseFormat, p.space(), "```"), p.seq(p.space(), responseFormat, p.space())]), p.end());
+    return { root: prefix().spaced(body) };
+  }
+  if (tools.length > 0 && choice !== "none" && (req.supportsToolCalls ?? true)) {
+    const ctx: ToolsContext = {
+      tools,
+      toolChoice: choice,
+      parallel: req.parallelToolCalls ?? true,
+      reasoning,
+      ...(wrapped ? { contentStart: f.content.start, contentEnd: f.content.end } : {}),
+    };
+    const t = toolsParser(p, f, ctx);
+    if (t === null) return { root: prefix().spaced(p.eps()) };
+    const gen = prefix();
+    return { root: gen.spaced(t.parser), callsOnly: p.seq(gen, t.callsOnly) };
+  }
+  const body = contentOnlyParser(p, {
+    reasoning,
+    extractingReasoning: extracting,
+    ...(wrapped ? { contentStart: f.content.start, contentEnd: f.content.end } : {}),
   });
+  // no reasoning markers: the prefix and the content in one sequence (the reference's `prefix + parser`)
+  return { root: f.reasoning.mode === "none" ? p.seq(prefix(), body) : prefix().spaced(body) };
+}
+
+/** Builds the parser of a whole model output (the reference's `autoparser::build_parser`). */
+export function buildChatOutputParser(f: ChatOutputFormat, req: ChatOutputRequest): PegArena {
+  return buildChatPegParser((p) => buildChatOutputTree(p, f, req).root);
 }

@@ -24,8 +24,8 @@ export interface ChatGrammarOptions {
   warnings?: SchemaWarning[];
 }
 
-/** The grammar, laziness and triggers for `arena` (built by `buildChatOutputParser(format, req)`). */
-export function buildChatGrammar(arena: PegArena, format: ChatOutputFormat, req: ChatOutputRequest, options: ChatGrammarOptions = {}): ChatGrammar {
+/** Whether the analysis path's tree constrains sampling, lazily or not, and its triggers. */
+export function chatGrammarMode(format: ChatOutputFormat, req: ChatOutputRequest): { include: boolean; lazy: boolean; triggers: GrammarTrigger[] } {
   const tools = req.tools ?? [];
   const choice = req.toolChoice ?? "auto";
   const hasTools = format.tools.format.mode !== "none" && tools.length > 0;
@@ -34,16 +34,24 @@ export function buildChatGrammar(arena: PegArena, format: ChatOutputFormat, req:
   const schema = req.jsonSchema;
   const hasResponseFormat = schema !== null && schema !== undefined && typeof schema === "object" && Object.keys(schema).length > 0;
   const include = hasResponseFormat || (hasTools && ((choice === "auto" && trigger !== "") || choice === "required"));
-  if (!include) return { grammar: "", grammarLazy: false, grammarTriggers: [] };
+  if (!include) return { include: false, lazy: false, triggers: [] };
   const lazy = !hasResponseFormat && choice === "auto";
-  const grammar = toolsGbnf(arena, tools, hasResponseFormat ? schema : null, lazy, options);
-  const grammarTriggers: GrammarTrigger[] = [];
+  const triggers: GrammarTrigger[] = [];
   if (lazy) {
-    grammarTriggers.push({ type: "word", value: trigger });
+    triggers.push({ type: "word", value: trigger });
     // Models that echo the OpenAI wrapper start their call with it.
-    if (f.openaiWrapperTrigger) grammarTriggers.push({ type: "word", value: '{"type": "function",' });
+    if (f.openaiWrapperTrigger) triggers.push({ type: "word", value: '{"type": "function",' });
   }
-  return { grammar, grammarLazy: lazy, grammarTriggers };
+  return { include, lazy, triggers };
+}
+
+/** The grammar, laziness and triggers for `arena` (built by `buildChatOutputParser(format, req)`). */
+export function buildChatGrammar(arena: PegArena, format: ChatOutputFormat, req: ChatOutputRequest, options: ChatGrammarOptions = {}): ChatGrammar {
+  const { include, lazy, triggers } = chatGrammarMode(format, req);
+  if (!include) return { grammar: "", grammarLazy: false, grammarTriggers: [] };
+  const schema = lazy ? null : (req.jsonSchema ?? null);
+  const grammar = toolsGbnf(arena, req.tools ?? [], schema !== null && Object.keys(schema).length > 0 ? schema : null, lazy, options);
+  return { grammar, grammarLazy: lazy, grammarTriggers: triggers };
 }
 
 /**

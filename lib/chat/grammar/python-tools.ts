@@ -33,33 +33,26 @@ export function pythonOrJsonValue(p: ChatPegBuilder): PegParser {
 export function pythonStyleToolCalls(p: ChatPegBuilder, o: PythonToolsOptions): PegParser {
   const fns = toolFunctions(o.tools);
   if (fns.length === 0) return p.eps();
-  // Nodes in the reference's order (`cat` = C++ `+` as GCC evaluates it).
-  const L = (t: string) => () => p.literal(t);
-  const S = () => p.space();
-  let choices = p.choice();
-  for (const fn of fns) {
-    let args = p.eps();
-    const props = toolProperties(fn);
-    if (props.length > 0) {
-      let argChoice = p.choice();
-      for (const [prop, schema] of props) {
-        const isString = schema !== null && typeof schema === "object" && schema.type === "string";
-        const argName = p.literal(prop);
-        let value = p.eps();
-        const stringValue = p.toolArgValue(
-          p.choice([p.cat(L('"'), () => p.stringContent('"'), L('"')), p.cat(L("'"), () => p.stringContent("'"), L("'"))]),
+  const choices = p.choice(
+    fns.map((fn) => {
+      let args = p.eps();
+      const props = toolProperties(fn);
+      if (props.length > 0) {
+        const argChoice = p.choice(
+          props.map(([prop, schema]) => {
+            const isString = schema !== null && typeof schema === "object" && schema.type === "string";
+            const value = isString
+              ? p.toolArgValue(p.choice([p.seq('"', p.stringContent('"'), '"'), p.seq("'", p.stringContent("'"), "'")]))
+              : p.toolArgValue(o.allowJsonLiterals ? pythonOrJsonValue(p) : p.pythonValue());
+            return p.toolArg(p.seq(p.toolArgOpen(p.seq(p.toolArgName(p.literal(prop)), "=")), value, p.toolArgClose(p.eps())));
+          }),
         );
-        value = isString ? stringValue : p.toolArgValue(o.allowJsonLiterals ? pythonOrJsonValue(p) : p.pythonValue());
-        const arg = p.toolArg(p.cat(() => p.toolArgOpen(p.cat(() => p.toolArgName(argName), L("="))), value, () => p.toolArgClose(p.eps())));
-        argChoice = argChoice.or(arg);
+        args = p.seq(argChoice, p.zeroOrMore(p.seq(",", p.space(), argChoice)));
       }
-      args = p.cat(argChoice, () => p.zeroOrMore(p.cat(",", S, argChoice)));
-    }
-    const tool = p.tool(
-      p.cat(() => p.toolOpen(p.cat(() => p.toolName(p.literal(fn.name)), L("("))), S, () => p.toolArgs(args), S, () => p.toolClose(p.literal(")"))),
-    );
-    choices = choices.or(p.rule(`tool-${fn.name}`, tool));
-  }
-  if (o.parallel) return p.cat("[", S, choices, () => p.zeroOrMore(p.cat(",", S, choices)), S, "]");
-  return p.cat("[", S, choices, S, "]");
+      const tool = p.tool(p.seq(p.toolOpen(p.seq(p.toolName(p.literal(fn.name)), "(")), p.space(), p.toolArgs(args), p.space(), p.toolClose(p.literal(")"))));
+      return p.rule(`tool-${fn.name}`, tool);
+    }),
+  );
+  if (o.parallel) return p.seq("[", p.space(), choices, p.zeroOrMore(p.seq(",", p.space(), choices)), p.space(), "]");
+  return p.seq("[", p.space(), choices, p.space(), "]");
 }

@@ -42,43 +42,25 @@ export function standardConstructedTools(p: ChatPegBuilder, o: ConstructedToolsO
   const keySuffix = m.parameterKeySuffix ?? ">";
   const paramCloser = m.parameterCloser ?? "</param>";
 
-  // Nodes in the reference's order (`cat` = C++ `+` as GCC evaluates it).
-  const L = (t: string) => () => p.literal(t);
-  const S = () => p.space();
-  let choices = p.choice();
-  for (const fn of fns) {
-    let args = p.eps();
-    const props = toolProperties(fn);
-    if (props.length > 0) {
-      let argChoice = p.choice();
-      for (const [prop] of props) {
-        const argName = p.choice([p.literal(prop), p.literal(`"${prop}"`), p.literal(`'${prop}'`)]);
-        const arg = p.toolArg(
-          p.cat(
-            () => p.toolArgOpen(p.literal(keyPrefix)),
-            () => p.toolArgName(argName),
-            L(keySuffix),
-            () => p.toolArgValue(p.until(paramCloser)),
-            () => p.toolArgClose(p.literal(paramCloser)),
-          ),
+  const choices = p.choice(
+    fns.map((fn) => {
+      let args = p.eps();
+      const props = toolProperties(fn);
+      if (props.length > 0) {
+        const argChoice = p.choice(
+          props.map(([prop]) => {
+            const argName = p.choice([p.literal(prop), p.literal(`"${prop}"`), p.literal(`'${prop}'`)]);
+            return p.toolArg(p.seq(p.toolArgOpen(p.literal(keyPrefix)), p.toolArgName(argName), keySuffix, p.toolArgValue(p.until(paramCloser)), p.toolArgClose(p.literal(paramCloser))));
+          }),
         );
-        argChoice = argChoice.or(arg);
+        args = p.zeroOrMore(p.seq(argChoice, p.space()));
       }
-      args = p.zeroOrMore(p.cat(argChoice, S));
-    }
-    const tool = p.tool(
-      p.cat(
-        () => p.toolOpen(p.cat(L(opener), () => p.toolName(p.literal(fn.name)), L(nameSuffix))),
-        S,
-        () => p.toolArgs(args),
-        S,
-        () => p.toolClose(p.literal(closer)),
-      ),
-    );
-    choices = choices.or(p.rule(`tool-${fn.name}`, tool));
-  }
+      const tool = p.tool(p.seq(p.toolOpen(p.seq(opener, p.toolName(p.literal(fn.name)), nameSuffix)), p.space(), p.toolArgs(args), p.space(), p.toolClose(p.literal(closer))));
+      return p.rule(`tool-${fn.name}`, tool);
+    }),
+  );
   const section = o.parallel
-    ? p.triggerRule("tool-call", p.cat(L(sectionStart), S, () => p.oneOrMore(p.cat(choices, S)), L(sectionEnd)))
-    : p.triggerRule("tool-call", p.cat(L(sectionStart), S, choices, S, L(sectionEnd)));
+    ? p.triggerRule("tool-call", p.seq(sectionStart, p.space(), p.oneOrMore(p.seq(choices, p.space())), sectionEnd))
+    : p.triggerRule("tool-call", p.seq(sectionStart, p.space(), choices, p.space(), sectionEnd));
   return o.force ? section : p.optional(section);
 }

@@ -10,14 +10,16 @@
  *  3. `developer` -> `system` (except GPT-OSS); a system message merged into the next message where
  *     the template ignores the system role; tool-call arguments parsed into objects where the
  *     template reads them as objects;
- *  4. per-family message rewrites of the specialized formats (Ministral, GPT-OSS, LFM2, Gemma 4,
- *     DeepSeek V4) and the StepFun whitespace trim;
+ *  4. per-family message rewrites (the family modules in ../formats/: Ministral, GPT-OSS, LFM2,
+ *     Gemma 4, DeepSeek V4) and the StepFun whitespace trim;
  *  5. the context: bos/eos, enable_thinking, tools (normalized, only when non-empty), `datetime` and
  *     `date_string`, chat_template_kwargs, add_generation_prompt (only when true).
  */
 import { LlamapegError } from "../../errors.js";
+import { detectFamily, detectSpecializedTemplate, type FamilyName } from "../formats/registry.js";
 import { type ChatMessage, concatContentParts, parseChatMessages } from "../messages.js";
 import { type TemplateCaps, preserveReasoningVars, templateCaps } from "./caps.js";
+import { closeCutJson } from "../partial-json.js";
 import { parseJsonText } from "./json-text.js";
 import { patchTemplateSource } from "./source-patches.js";
 import { strftime } from "./strftime.js";
@@ -48,43 +50,9 @@ export interface ChatRenderRequest {
   add_eos?: boolean;
 }
 
-/** The specialized formats of the reference, detected from the template source (same order). */
-export type SpecializedKind =
-  | "ministral-3"
-  | "gpt-oss"
-  | "muse-glimmer"
-  | "functionary-v3.2"
-  | "kimi-k2"
-  | "kimi-k3"
-  | "cohere2-moe"
-  | "lfm2"
-  | "lfm2.5"
-  | "gigachat-v3"
-  | "minimax-m3"
-  | "deepseek-v3.2"
-  | "gemma4"
-  | "minicpm5"
-  | "qwen3-coder";
-
-export function detectSpecializedTemplate(src: string): SpecializedKind | undefined {
-  const has = (s: string): boolean => src.includes(s);
-  if (has("[SYSTEM_PROMPT]") && has("[TOOL_CALLS]") && has("[ARGS]") && !has("[CALL_ID]")) return "ministral-3";
-  if (has("<|channel|>")) return "gpt-oss";
-  if (has("<atem:function_calls>") && has("<|eom|>")) return "muse-glimmer";
-  if (has(">>>all") && has(">>>${recipient}")) return "functionary-v3.2";
-  if (has("<|tool_calls_section_begin|>") && has("<|tool_call_begin|>")) return "kimi-k2";
-  if (has("<|open|>") && has("<|close|>") && has("<|end_of_msg|>")) return "kimi-k3";
-  if (has("<|START_TEXT|>") && has("<|START_ACTION|>")) return "cohere2-moe";
-  if (has("<|tool_list_start|>") && has("<|tool_list_end|>")) return "lfm2";
-  if (has("List of tools: [") && !has("<|tool_list_start|>")) return "lfm2.5";
-  if (has("<|role_sep|>") && has("<|message_sep|>") && !has("<|function_call|>")) return "gigachat-v3";
-  if (has("]<]minimax[>[") && has("<tool_call>") && has("<invoke name=")) return "minimax-m3";
-  if (has("dsml_token") && has("DSML") && (has("function_calls") || has("tool_calls"))) return "deepseek-v3.2";
-  if (has("'<|tool_call>call:'")) return "gemma4";
-  if (has("Tool usage guidelines:") && has('<function name="') && has('<param name="')) return "minicpm5";
-  if (has("<tool_call>") && has("<function=") && has("<parameter=")) return "qwen3-coder";
-  return undefined;
-}
+/** The model family a template source belongs to (formats/registry.ts), undefined for the analysis path. */
+export type SpecializedKind = FamilyName;
+export { detectSpecializedTemplate };
 
 export interface PreparedChatContext {
   /** The patched, normalized source that is rendered. */
@@ -183,130 +151,17 @@ function parseArguments(messages: JsonObject[]): void {
     for (const tc of m.tool_calls as JsonObject[]) {
       const fn = tc.function as JsonObject | undefined;
       if (fn && typeof fn.arguments === "string") {
+        // An earlier answer of the model may hold a call cut by max_tokens: its arguments are
+        // closed where they stand. Text that is no JSON at all cannot be an object: {} (the
+        // reference refuses such a conversation; applyChatTemplate warns about both).
+        const json = closeCutJson(fn.arguments);
         try {
-          fn.arguments = parseJsonText(fn.arguments);
-        } catch (e) {
-          invalid(`Failed to parse tool call arguments as JSON: ${(e as Error).message}`, "messages[].tool_calls[].function.arguments");
+          fn.arguments = json === undefined ? new Map() : parseJsonText(json.text);
+        } catch {
+          fn.arguments = new Map();
         }
       }
     }
-  }
-}
-
-/** Gemma 4's older templates want tool results inside the assistant turn (`tool_responses`). */
-function gemma4ToolResponses(messages: JsonObject[]): JsonObject[] {
-  const hasCalls = (m: JsonObject): boolean => Array.isArray(m.tool_calls) && m.tool_calls.length > 0;
-  const hasContent = (m: JsonObject): boolean =>
-    (typeof m.content === "string" && m.content !== "") || (Array.isArray(m.content) && m.content.length > 0);
-  const out: JsonObject[] = [];
-  let i = 0;
-  while (i < messages.length) {
-    const m = messages[i]!;
-    if (m.role !== "assistant" || !hasCalls(m)) {
-      out.push(m);
-      i++;
-      continue;
-    }
-    const calls = [...(m.tool_calls as JsonObject[])];
-    const reasoning = typeof m.reasoning_content === "string" ? m.reasoning_content : undefined;
-    const responses: JsonObject[] = [];
-    i++;
-    while (i < messages.length && messages[i]!.role === "tool") {
-      const t = messages[i]!;
-      let response: Json = null;
-      if ("content" in t) {
-        if (typeof t.content === "string") {
-          try {
-            response = parseJsonText(t.content);
-          } catch {
-            response = t.content;
-          }
-        } else response = t.content;
-      }
-      const call = calls[responses.length];
-      let name = call && typeof (call.function as JsonObject | undefined)?.name === "string" ? ((call.function as JsonObject).name as string) : "";
-      if (name === "") name = typeof t.tool_call_id === "string" ? t.tool_call_id : "";
-      responses.push({ name, response });
-      i++;
-    }
-    let content: Json = undefined;
-    const next = messages[i];
-    if (next && next.role === "assistant" && !hasCalls(next) && hasContent(next)) {
-      content = next.content;
-      i++;
-    }
-    const built: JsonObject = { role: "assistant", tool_calls: calls };
-    if (responses.length > 0) built.tool_responses = responses;
-    if (content !== undefined && content !== null) built.content = content;
-    if (reasoning !== undefined) built.reasoning_content = reasoning;
-    out.push(built);
-  }
-  return out;
-}
-
-/** DeepSeek V4 renders tool results in the order of the calls they answer. */
-function deepseekV4SortToolResults(messages: JsonObject[]): JsonObject[] {
-  const out = messages.map((m) => m);
-  let order = new Map<string, number>();
-  let i = 0;
-  while (i < out.length) {
-    const m = out[i]!;
-    if (m.role === "assistant" && Array.isArray(m.tool_calls) && m.tool_calls.length > 0) {
-      order = new Map();
-      (m.tool_calls as JsonObject[]).forEach((c, idx) => {
-        if (typeof c.id === "string" && c.id !== "") order.set(c.id, idx);
-      });
-      i++;
-      continue;
-    }
-    if (m.role !== "user" && m.role !== "tool") {
-      i++;
-      continue;
-    }
-    const toolPositions: number[] = [];
-    let end = i;
-    for (; end < out.length; end++) {
-      const r = out[end]!.role;
-      if (r === "tool") toolPositions.push(end);
-      else if (r !== "user") break;
-    }
-    if (toolPositions.length > 1 && order.size > 0) {
-      const rank = (x: JsonObject): number => order.get(typeof x.tool_call_id === "string" ? x.tool_call_id : "") ?? 0;
-      const sorted = toolPositions.map((p) => out[p]!).sort((a, b) => rank(a) - rank(b)); // stable, like std::stable_sort
-      toolPositions.forEach((p, k) => (out[p] = sorted[k]!));
-    }
-    i = end;
-  }
-  return out;
-}
-
-/** Per-family message rewrites of the specialized handlers; undefined = render as prepared. */
-function specializedMessages(kind: SpecializedKind | undefined, src: string, messages: JsonObject[]): JsonObject[] | undefined {
-  switch (kind) {
-    case "ministral-3":
-      return messages.map((m) => {
-        if (m.role !== "system" && m.role !== "assistant") return m;
-        const blocks: Json[] = [];
-        if (typeof m.reasoning_content === "string") blocks.push({ type: "thinking", thinking: m.reasoning_content });
-        if (typeof m.content === "string") blocks.push({ type: "text", text: m.content });
-        else if (Array.isArray(m.content)) blocks.push(...(m.content as Json[]));
-        const { reasoning_content: _drop, ...rest } = m;
-        return { ...rest, content: blocks };
-      });
-    case "gpt-oss":
-      return messages.map((m) => {
-        if (typeof m.reasoning_content !== "string") return m;
-        const out: JsonObject = { ...m, thinking: m.reasoning_content };
-        if (Array.isArray(m.tool_calls) && m.tool_calls.length > 0) delete out.content;
-        return out;
-      });
-    case "lfm2":
-    case "lfm2.5":
-      return messages.map((m) => (typeof m.reasoning_content === "string" ? { ...m, thinking: m.reasoning_content } : m));
-    case "deepseek-v3.2":
-      return src.includes("function_calls") ? undefined : deepseekV4SortToolResults(messages);
-    default:
-      return undefined;
   }
 }
 
@@ -320,7 +175,8 @@ function formatKwargs(kwargs: Record<string, unknown> | undefined): JsonObject {
 export function prepareChatContext(templateSource: string, request: ChatRenderRequest): PreparedChatContext {
   const src = patchTemplateSource(templateSource);
   const caps = templateCaps(src);
-  const kind = detectSpecializedTemplate(src);
+  const family = detectFamily(src);
+  const kind = family?.name;
   const now = request.now ?? new Date();
 
   let parsed = parseChatMessages(request.messages);
@@ -349,9 +205,10 @@ export function prepareChatContext(templateSource: string, request: ChatRenderRe
     messages = structuredClone(messages);
     parseArguments(messages);
   }
-  if (kind === "gemma4" && !src.includes("{#- OpenAI Chat Completions:")) messages = gemma4ToolResponses(messages);
+  messages = family?.rewriteMessages?.(messages, src) ?? messages;
 
-  const override = specializedMessages(kind, src, messages);
+  // a family's handler may build the messages itself
+  const override = family?.prepareMessages?.(messages, src);
   const tools = normalizeTools(request.tools);
 
   const variables: JsonObject = {
@@ -365,9 +222,7 @@ export function prepareChatContext(templateSource: string, request: ChatRenderRe
   variables.datetime = strftime(now, "%b %d %Y");
   variables.date_string = strftime(now, "%d %b %Y");
   Object.assign(variables, formatKwargs(request.chat_template_kwargs));
-  const schema = request.json_schema;
-  if (kind === "deepseek-v3.2" && !src.includes("function_calls") && typeof schema === "object" && schema !== null && !Array.isArray(schema))
-    variables.response_format = schema;
+  Object.assign(variables, family?.templateVariables?.(src, request) ?? {});
   if (typeof variables.preserve_reasoning === "boolean") Object.assign(variables, preserveReasoningVars(variables.preserve_reasoning));
   if (typeof variables.reasoning_effort === "string" && variables.reasoning_effort !== "")
     variables.reasoning_strength = variables.reasoning_effort;

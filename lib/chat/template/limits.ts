@@ -8,6 +8,7 @@
  * Rendering is synchronous and never re-entrant (no template calls another), so the active budget
  * is module state that `withBudget` sets for the duration of one render.
  */
+import { ArgumentRangeError, ArgumentTypeError } from "../../errors.js";
 import { TemplateLimitError } from "./errors.js";
 
 export interface TemplateLimits {
@@ -58,14 +59,14 @@ export const MAX_TREE_DEPTH = 1000;
 
 export function resolveLimits(limits: TemplateLimits | undefined): ResolvedLimits {
   if (limits === undefined) return DEFAULT_TEMPLATE_LIMITS;
-  if (typeof limits !== "object" || limits === null) throw new TypeError("limits must be an object");
+  if (typeof limits !== "object" || limits === null) throw new ArgumentTypeError("limits must be an object");
   const out = { ...DEFAULT_TEMPLATE_LIMITS };
   for (const key of Object.keys(limits) as (keyof TemplateLimits)[]) {
-    if (!(key in DEFAULT_TEMPLATE_LIMITS)) throw new TypeError(`unknown template limit '${String(key)}'`);
+    if (!(key in DEFAULT_TEMPLATE_LIMITS)) throw new ArgumentTypeError(`unknown template limit '${String(key)}'`);
     const v = limits[key];
     if (v === undefined) continue;
     if (typeof v !== "number" || !(v >= 1) || (!Number.isInteger(v) && v !== Infinity))
-      throw new RangeError(`template limit ${key} must be a positive integer (or Infinity), got ${String(v)}`);
+      throw new ArgumentRangeError(`template limit ${key} must be a positive integer (or Infinity), got ${String(v)}`);
     out[key] = v;
   }
   return out;

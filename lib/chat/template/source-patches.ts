@@ -32,9 +32,14 @@ export const SOURCE_PATCHES: readonly SourcePatch[] = [
   },
 ];
 
+/** The last source patched, and its patch: every render of a request patches the same source. */
+let last: { source: string; patched: string } | null = null;
+
 /** The source the reference renders and inspects: line endings normalized, patches applied. */
 export function patchTemplateSource(source: string): string {
+  if (last !== null && last.source === source) return last.patched;
   let s = source.replace(/\r\n?/g, "\n");
   for (const p of SOURCE_PATCHES) if (p.applies(s)) s = s.split(p.from).join(p.to);
+  last = { source, patched: s };
   return s;
 }
