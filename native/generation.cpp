@@ -351,6 +351,7 @@ Napi::Value StartGeneration(Napi::Env env, const std::shared_ptr<ContextCore>& c
   sp.repeatPenalty = static_cast<float>(Num(o, "repeatPenalty", sp.repeatPenalty));
   sp.fastGrammarResample = !o.Get("grammarResample").IsString() ||
                            o.Get("grammarResample").As<Napi::String>().Utf8Value() != "reference";
+  sp.grammarFirst = o.Get("grammarFirst").ToBoolean().Value();
   double seed = Num(o, "seed", -1);
   sp.seed = seed < 0 ? context->seed : static_cast<uint32_t>(seed);
 
@@ -374,7 +375,7 @@ Napi::Value StartGeneration(Napi::Env env, const std::shared_ptr<ContextCore>& c
     }
   }
   NativeError err;
-  job->sampler = Sampler::Create(vocab, sp, hasGrammar ? &gp : nullptr, &err);
+  job->sampler = Sampler::Create(vocab, sp, hasGrammar ? &gp : nullptr, &err, &context->model->grammarIndex);
   if (!job->sampler) Throw(env, err.code, err.message);
 
   bool expected = false;

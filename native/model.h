@@ -7,6 +7,8 @@
 #include <memory>
 #include <string>
 
+#include "grammar/vocab-index.h"
+
 struct gguf_context;
 
 namespace lp {
@@ -17,6 +19,7 @@ struct ModelCore {
   gguf_context* gguf = nullptr;  // metadata only (no tensor data), read before llama.cpp loads
   std::string path;
   bool vocabOnly = false;
+  grammar::VocabIndexHolder grammarIndex;  // the vocabulary trie of grammar samplers, built at first use
   ~ModelCore();
 };
 
