@@ -46,12 +46,17 @@ export interface GenerateOptions {
   /** Render every control token's text in pieces. Default false. */
   special?: boolean;
   /**
-   * After the grammar rejects the sampled token, llama.cpp checks the whole vocabulary against the
-   * grammar and samples again ("reference"). "fast" (default) first tries only the highest-logit
-   * candidates, and uses them when that provably picks the same token (no repeat penalty, top-k on
-   * or greedy, enough admitted candidates among them); otherwise it does the full pass.
+   * How the grammar constrains the candidates (after a rejection, or first with `grammarFirst`):
+   * "fast" (default) with the mask engine (docs/grammar-engine.md), "reference" with llama.cpp's
+   * own pass over the whole vocabulary. Both admit exactly the same tokens.
    */
   grammarResample?: "fast" | "reference";
+  /**
+   * Constrain every candidate before sampling (llama.cpp's `grammar_first`): samples from the
+   * exact constrained distribution at temperature > 0. Default false: sample first, and constrain
+   * only when the grammar rejects the sampled token (llama.cpp's default, cheaper).
+   */
+  grammarFirst?: boolean;
 }
 
 export interface ResolvedGenerateOptions {
@@ -73,6 +78,7 @@ const generateKeys = [
   "preservedTokens",
   "special",
   "grammarResample",
+  "grammarFirst",
 ] as const;
 
 const grammarKeys = ["gbnf", "root", "lazy", "triggerWords", "triggerPatterns", "triggerTokens"] as const;
@@ -116,6 +122,7 @@ export function resolveGenerateOptions(model: Model, options: GenerateOptions | 
     special: bool(o.special, "special", false),
     grammar,
     grammarResample: oneOf(o.grammarResample, "grammarResample", ["fast", "reference"] as const, "fast"),
+    grammarFirst: bool(o.grammarFirst, "grammarFirst", false),
     // Hand-off tuning: a batch every 16 tokens or 5 ms; at most 256 tokens ahead of the reader.
     flushTokens: 16,
     flushMs: 5,

@@ -71,6 +71,7 @@ export interface NativeGenerateOptions {
   special: boolean;
   grammar: NativeGrammar | null;
   grammarResample: "fast" | "reference";
+  grammarFirst: boolean;
   flushTokens: number;
   flushMs: number;
   windowTokens: number;
