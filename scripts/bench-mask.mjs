@@ -246,7 +246,7 @@ async function main() {
   for (const g of report.generation) console.log(`| ${g.variant} | ${f(g.tokPerS, 1)} | ${f(g.vsOff, 3)} |`);
 }
 
-if (import.meta.url === pathToFileURL(process.argv[1]).href) {
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   main().catch((e) => {
     console.error(e);
     process.exit(1);

@@ -75,7 +75,8 @@ bool GrammarState::EnsureIndex(Failure* error) {
     *error = {kInvalid, std::string("could not index the vocabulary: ") + e.what()};
     return false;
   }
-  mask_ = std::make_unique<MaskEngine>(index_, engine_.get());
+  classes_ = std::make_unique<PositionClasses>(grammar_->rules);
+  mask_ = std::make_unique<MaskEngine>(index_, engine_.get(), classes_.get());
   return true;
 }
 
@@ -314,7 +315,7 @@ bool GrammarState::Accept(llama_token token, Failure* error) {
 
 void GrammarState::MaybeReset() {
   if (mask_ && mask_->MemoryBytes() > kCacheBudget) {
-    mask_ = std::make_unique<MaskEngine>(index_, engine_.get());
+    mask_ = std::make_unique<MaskEngine>(index_, engine_.get(), classes_.get());
     stats_.resets++;
   }
   if (engine_->MemoryBytes() <= kEngineBudget) return;

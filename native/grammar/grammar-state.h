@@ -13,6 +13,7 @@
 
 #include "failure.h"
 #include "mask.h"
+#include "positions.h"
 #include "stacks.h"
 #include "token-bits.h"
 #include "spec.h"
@@ -80,6 +81,7 @@ class GrammarState {
   bool llamaStale_ = true;
   bool hasTokenElements_ = false;
   std::unique_ptr<StackEngine> engine_;
+  std::unique_ptr<PositionClasses> classes_;
   std::unique_ptr<MaskEngine> mask_;
   SetId set_ = StackEngine::kDead;
   uint32_t partialValue_ = 0;

@@ -2,17 +2,19 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 
 namespace lp::grammar {
 
 size_t MaskEngine::KeyHash::operator()(const Key& k) const {
   uint64_t h = static_cast<uint64_t>(k.n);
-  for (int i = 0; i < k.n; i++) h = Mix64(h ^ reinterpret_cast<uintptr_t>(k.frames[i]));
+  for (int i = 0; i < k.n; i++) h = Mix64(h ^ k.classes[i]);
   return static_cast<size_t>(h);
 }
 
-MaskEngine::MaskEngine(std::shared_ptr<const VocabIndex> vocab, StackEngine* engine)
-    : vocab_(std::move(vocab)), engine_(engine) {
+MaskEngine::MaskEngine(std::shared_ptr<const VocabIndex> vocab, StackEngine* engine, const PositionClasses* positions)
+    : vocab_(std::move(vocab)), engine_(engine), positions_(positions) {
   frames_.resize(static_cast<size_t>(vocab_->maxDepth) + 2);
   scratch_.Resize(vocab_->nVocab);
 }
@@ -63,8 +65,16 @@ bool MaskEngine::Walk(uint32_t root, SetId set, Utf8Walk utf8, TokenBits* out, s
       for (uint32_t t = tokenStart[i]; t < tokenStart[i + 1]; t++) out->Set(tokens[t]);
       if (engine_->HasBottom(f.set) && bottoms != nullptr && next[i] > i + 1) bottoms->push_back(i);
       if (engine_->HasTokenTop(f.set)) NoteTokenTops(f.set, tops);
-    } else if (tokenStart[i] != tokenStart[i + 1] && engine_->AcceptsPartial(f.set, f.utf8.value, f.utf8.remain)) {
-      for (uint32_t t = tokenStart[i]; t < tokenStart[i + 1]; t++) out->Set(tokens[t]);
+    } else {
+      // Inside a character: drop the subtree when no range of the set reaches that far (then
+      // llama.cpp's partial check rejects the tokens ending here too).
+      if (!engine_->MayComplete(f.set, f.utf8.value, f.utf8.remain)) {
+        i = next[i];
+        continue;
+      }
+      if (tokenStart[i] != tokenStart[i + 1] && engine_->AcceptsPartial(f.set, f.utf8.value, f.utf8.remain)) {
+        for (uint32_t t = tokenStart[i]; t < tokenStart[i + 1]; t++) out->Set(tokens[t]);
+      }
     }
     if (!engine_->CanStep(f.set)) {
       i = next[i];
@@ -144,6 +154,7 @@ MaskEngine::Entry* MaskEngine::Store(const Key& key, std::unique_ptr<Entry> entr
                  entry->continuations.capacity() * 4 + entry->byId.capacity() * 4 + sizeof(Key) + 32;
   stats_.entries++;
   stats_.entryNodes += visited;
+
   stats_.entryMs += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   Entry* raw = entry.get();
   entries_.emplace(key, std::move(entry));
@@ -157,6 +168,7 @@ const MaskEngine::Entry* MaskEngine::EntryFor(StackId s, StackId* below) {
   StackId at = s;
   for (int i = 0; i < key.n; i++) {
     key.frames[i] = engine_->Top(at);
+    key.classes[i] = positions_->Of(key.frames[i]);
     at = engine_->Parent(at);
   }
   auto it = entries_.find(key);
@@ -164,7 +176,9 @@ const MaskEngine::Entry* MaskEngine::EntryFor(StackId s, StackId* below) {
   if (e == nullptr) return nullptr;
   // A position that keeps reaching its context is looked up with one more frame of it.
   while (e->deeper && at != StackEngine::kEmpty && key.n < kMaxKeyFrames) {
-    key.frames[key.n++] = engine_->Top(at);
+    key.frames[key.n] = engine_->Top(at);
+    key.classes[key.n] = positions_->Of(key.frames[key.n]);
+    key.n++;
     at = engine_->Parent(at);
     it = entries_.find(key);
     const Entry* parent = e;

@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "positions.h"
 #include "stacks.h"
 #include "token-bits.h"
 #include "vocab-index.h"
@@ -34,7 +35,7 @@ class MaskEngine {
  public:
   enum class Result { kOk, kFallback, kError };
 
-  MaskEngine(std::shared_ptr<const VocabIndex> vocab, StackEngine* engine);
+  MaskEngine(std::shared_ptr<const VocabIndex> vocab, StackEngine* engine, const PositionClasses* positions);
 
   // Admitted trie tokens of the state (stack set + the partial character carried from the last
   // token) into *out (cleared first). TOKEN ids met are appended to *byId. kFallback: the state
@@ -67,10 +68,13 @@ class MaskEngine {
     bool tokenNot = false;
     bool deeper = false;  // too many continuations: look up the key one frame deeper
   };
+  // The top frames of a stack, compared by position class (positions.h); `frames` are the
+  // elements of the first stack seen with this key, the ones an entry is built from.
   struct Key {
+    std::array<uint32_t, kMaxKeyFrames> classes{};
     std::array<const Elem*, kMaxKeyFrames> frames{};
     int n = 0;
-    bool operator==(const Key& o) const { return n == o.n && frames == o.frames; }
+    bool operator==(const Key& o) const { return n == o.n && classes == o.classes; }
   };
   struct KeyHash {
     size_t operator()(const Key& k) const;
@@ -96,6 +100,7 @@ class MaskEngine {
 
   std::shared_ptr<const VocabIndex> vocab_;
   StackEngine* engine_;
+  const PositionClasses* positions_;
   std::unordered_map<Key, std::unique_ptr<Entry>, KeyHash> entries_;
   size_t entryBytes_ = 0;
   struct WalkFrame {

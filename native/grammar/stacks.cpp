@@ -16,7 +16,7 @@ uint64_t FrameHash(const Elem* pos, StackId parent) {
 StackEngine::StackEngine(const llama_grammar_rules* rules, StackLimits limits) : rules_(rules), limits_(limits) {
   frames_.push_back(Frame{nullptr, kEmpty, 0, 0});
   frames_.push_back(Frame{nullptr, kBottom, 0, 0});
-  sets_.push_back(Set{0, 0, 0, 0});
+  sets_.push_back(Set{0, 0, 0, 0, 0});
 
   for (const auto& rule : *rules_) {
     for (size_t i = 0; i < rule.size(); i++) {
@@ -148,7 +148,7 @@ SetId StackEngine::InternSet(std::vector<StackId>* stacks) {
     return set.end - set.begin == v.size() && std::equal(v.begin(), v.end(), setPool_.begin() + set.begin);
   });
   if (found != IdTable::kNone) return found;
-  Set set{static_cast<uint32_t>(setPool_.size()), 0, 0, 0};
+  Set set{static_cast<uint32_t>(setPool_.size()), 0, 0, 0, 0};
   for (StackId s : v) {
     if (s == kEmpty) {
       set.flags |= kHasEmpty;
@@ -156,6 +156,13 @@ SetId StackEngine::InternSet(std::vector<StackId>* stacks) {
       set.flags |= kHasBottom;
     } else if (IsCharTop(frames_[s].pos)) {
       set.flags |= kCanStep;
+      const Elem* p = frames_[s].pos;
+      if (p->type != LLAMA_GRETYPE_CHAR) {
+        set.flags |= kWide;  // [^...] and . reach every code point
+      } else {
+        const Elem* end = MatchChar(p, 0).second;
+        for (; p != end; p++) set.maxChar = std::max(set.maxChar, p->value);
+      }
     } else if (IsTokenTop(frames_[s].pos)) {
       set.flags |= kHasToken;
     }

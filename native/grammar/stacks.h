@@ -52,13 +52,22 @@ class StackEngine {
   bool HasBottom(SetId set) const { return sets_[set].flags & kHasBottom; }
   bool CanStep(SetId set) const { return sets_[set].flags & kCanStep; }
   bool HasTokenTop(SetId set) const { return sets_[set].flags & kHasToken; }
+  // Could some character starting with these bytes still match (a partial sequence mid-token)?
+  // Conservative: false only when no stack's character range reaches that high.
+  bool MayComplete(SetId set, uint32_t value, int remain) const {
+    const Set& s = sets_[set];
+    return (s.flags & kWide) || (value << (6 * remain)) <= s.maxChar;
+  }
   // The set after one code point (llama_grammar_accept_chr over every stack). kDead when none
   // survives (or a limit was hit: check error()).
   SetId Next(SetId set, uint32_t cp) {
     uint32_t cls = cp < 128 ? asciiClass_[cp] : ClassOf(cp);
     if (cls < rowWidth_) {
-      int32_t n = Row(set)[cls];
-      if (n >= 0) return static_cast<SetId>(n);
+      const uint32_t row = sets_[set].row;
+      if (row != 0) {
+        const int32_t n = rows_[row - 1 + cls];
+        if (n >= 0) return static_cast<SetId>(n);
+      }
     }
     return ComputeNext(set, cls, cp);
   }
@@ -77,7 +86,7 @@ class StackEngine {
   const llama_grammar_rules& rules() const { return *rules_; }
 
  private:
-  static constexpr uint8_t kHasEmpty = 1, kHasBottom = 2, kCanStep = 4, kHasToken = 8;
+  static constexpr uint8_t kHasEmpty = 1, kHasBottom = 2, kCanStep = 4, kHasToken = 8, kWide = 16;
 
   struct Frame {
     const Elem* pos;
@@ -89,6 +98,7 @@ class StackEngine {
     uint32_t begin, end;
     uint32_t row;  // offset into rows_ + 1; 0 = no row yet
     uint8_t flags;
+    uint32_t maxChar;  // the highest code point a positive character range of the set matches
   };
 
   uint32_t ClassOf(uint32_t cp) const;
