@@ -3,12 +3,12 @@
 //  1. One full mask (every token of the 151,936-token Qwen 2 vocabulary decided) at string,
 //     number and structural positions of the JSON grammars and of the tool-call grammar of every
 //     vendored template: the engine (warm cache, median) against llama.cpp's full pass.
-//  2. The position cache of a 10-tool plan built eagerly (every state the grammar reaches within
-//     --warm-states sets), and the vocabulary trie (once per model).
+//  2. The position cache of a 10-tool plan built eagerly (an entry for every grammar position, as
+//     XGrammar precomputes), and the vocabulary trie (once per model).
 //  3. Tokens/s on the tiny random-weight model at 1 thread (the grammar rejects nearly every
 //     token): grammar off, on with the engine, on with llama.cpp's full pass.
 //
-//   node scripts/bench-mask.mjs [--json] [--tokens N] [--runs N] [--warm-states N] [--templates a,b]
+//   node scripts/bench-mask.mjs [--json] [--tokens N] [--runs N] [--templates a,b]
 import { spawn } from "node:child_process";
 import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { availableParallelism, loadavg } from "node:os";
@@ -132,7 +132,7 @@ function positionsIn(text) {
 }
 
 async function main() {
-  const opts = parseArgs(process.argv.slice(2), { tokens: 200, runs: 3, warmStates: 3000, templates: "", repeat: 30 });
+  const opts = parseArgs(process.argv.slice(2), { tokens: 200, runs: 3, templates: "", repeat: 30 });
   const dist = join(root, "dist");
   for (const f of ["chat/apply/index.js", "llama/index.js", "test-model/index.js"]) {
     if (!existsSync(join(dist, f))) throw new Error(`dist/${f} is missing: run \`npm run build\` first`);
@@ -193,7 +193,7 @@ async function main() {
     if (!file) continue;
     const plan = applyChatTemplate(readFileSync(join(dir, file), "utf8"), { messages: [{ role: "user", content: "Go" }], tools: tenTools(), tool_choice: "required" });
     if (!plan.grammar) continue;
-    const r = await program.call("mask.bench", { path: qwen, gbnf: plan.grammar, prefixes: [], warmStates: opts.warmStates });
+    const r = await program.call("mask.bench", { path: qwen, gbnf: plan.grammar, prefixes: [], warmAll: true });
     report.cache.push({ plan: `${file.replace(/\.jinja$/, "")} + 10 tools`, warmMs: r.warmMs, entries: r.warmEntries, trieMs: r.vocabBuildMs, ok: r.warmOk });
   }
   program.close();

@@ -47,7 +47,7 @@ std::unique_ptr<GrammarState> GrammarState::Create(const llama_vocab* vocab, Voc
     g->triggerTokens_ = spec.triggerTokens;
     g->awaiting_ = true;
   }
-  g->grammar_ = ParseGrammar(vocab, spec, error);
+  g->grammar_ = ParseGrammar(vocab, spec, error, &g->rootRule_);
   if (g->grammar_ == nullptr) return nullptr;
   for (const auto& rule : g->grammar_->rules) {
     for (const auto& e : rule) g->hasTokenElements_ |= IsTokenTop(&e);
@@ -329,8 +329,12 @@ void GrammarState::MaybeReset() {
 }
 
 bool GrammarState::Warm(size_t maxStates, Failure* error) {
-  if (awaiting_) return true;
   if (!EnsureIndex(error)) return false;
+  if (maxStates == 0) {
+    if (mask_->WarmAll(grammar_->rules, grammar_->rules[rootRule_].data()) == MaskEngine::Result::kError) return EngineError(error);
+    return true;
+  }
+  if (awaiting_) return true;
   std::vector<SetId> queue{set_};
   std::vector<uint8_t> seen;
   auto mark = [&](SetId s) {

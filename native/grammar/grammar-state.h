@@ -55,8 +55,9 @@ class GrammarState {
 
   const GrammarStats& stats() const { return stats_; }
   const MaskStats* maskStats() const { return mask_ ? &mask_->stats() : nullptr; }
-  // Builds the position cache for every state reachable within `maxStates` sets from the start
-  // (eager warm-up; benchmarks and callers that want a flat first mask).
+  // Builds the position cache for every grammar position now (maxStates == 0), or for every state
+  // reachable within `maxStates` sets from the current one (eager warm-up; benchmarks, callers
+  // that want a flat first mask).
   bool Warm(size_t maxStates, Failure* error);
   // Test hooks: the stacks as llama.cpp vectors, and the llama.cpp grammar with them written back.
   std::vector<llama_grammar_stack> Stacks();
@@ -78,6 +79,7 @@ class GrammarState {
   std::unique_ptr<VocabIndexHolder> ownHolder_;
   std::shared_ptr<const VocabIndex> index_;
   llama_grammar* grammar_ = nullptr;  // rules; its stacks are written back only for llama.cpp's passes
+  size_t rootRule_ = 0;
   bool llamaStale_ = true;
   bool hasTokenElements_ = false;
   std::unique_ptr<StackEngine> engine_;

@@ -1,7 +1,9 @@
 #include "mask.h"
 
 #include <algorithm>
+#include <set>
 #include <chrono>
+#include <functional>
 #include <cstdio>
 #include <cstdlib>
 
@@ -38,6 +40,7 @@ bool MaskEngine::Walk(uint32_t root, SetId set, Utf8Walk utf8, TokenBits* out, s
   const uint32_t* next = v.next.data();
   const uint32_t* tokenStart = v.tokenStart.data();
   const llama_token* tokens = v.tokens.data();
+  uint64_t* words = out->words().data();
   const uint32_t end = next[root];
   const uint32_t base = depth[root];
   WalkFrame* frames = frames_.data();
@@ -45,26 +48,53 @@ bool MaskEngine::Walk(uint32_t root, SetId set, Utf8Walk utf8, TokenBits* out, s
   if (utf8.remain == 0 && engine_->HasTokenTop(set)) NoteTokenTops(set, tops);
   // A context that itself reaches the bottom (deriving a deeper entry) continues at the root too.
   if (utf8.remain == 0 && bottoms != nullptr && engine_->HasBottom(set) && end > root + 1) bottoms->push_back(root);
+  StackEngine::View view = engine_->view();
+  auto mark = [&](uint32_t i) {
+    for (uint32_t t = tokenStart[i]; t < tokenStart[i + 1]; t++) words[static_cast<uint32_t>(tokens[t]) >> 6] |= 1ULL << (tokens[t] & 63);
+  };
   uint64_t count = 0;
   for (uint32_t i = root + 1; i < end;) {
     count++;
-    uint32_t d = depth[i] - base;
+    const uint32_t d = depth[i] - base;
     WalkFrame f = frames[d - 1];
-    ByteStep step = StepByte(&f.utf8, byte[i]);
-    if (step == ByteStep::kInvalid) {
-      i = next[i];
-      continue;
+    const uint8_t b = byte[i];
+    bool complete;
+    if (f.utf8.remain == 0 && b < 0x80) {
+      f.utf8.value = b;  // the common case: an ASCII character at a boundary
+      complete = true;
+    } else {
+      ByteStep step = StepByte(&f.utf8, b);
+      if (step == ByteStep::kInvalid) {
+        i = next[i];
+        continue;
+      }
+      complete = step == ByteStep::kComplete;
     }
-    if (step == ByteStep::kComplete) {
-      f.set = engine_->Next(f.set, f.utf8.value);
+    if (complete) {
+      const uint32_t cls = f.utf8.value < 128 ? view.asciiClass[f.utf8.value] : engine_->ClassOfCodePoint(f.utf8.value);
+      const StackEngine::SetInfo& from = view.sets[f.set];
+      const int32_t known = (cls < view.rowWidth && from.row != 0) ? view.rows[from.row - 1 + cls] : -1;
+      if (known >= 0) {
+        f.set = static_cast<SetId>(known);
+      } else {
+        f.set = engine_->Next(f.set, f.utf8.value);
+        view = engine_->view();
+      }
       if (f.set == StackEngine::kDead) {
         if (engine_->failed()) return false;
         i = next[i];
         continue;
       }
-      for (uint32_t t = tokenStart[i]; t < tokenStart[i + 1]; t++) out->Set(tokens[t]);
-      if (engine_->HasBottom(f.set) && bottoms != nullptr && next[i] > i + 1) bottoms->push_back(i);
-      if (engine_->HasTokenTop(f.set)) NoteTokenTops(f.set, tops);
+      const uint8_t flags = view.sets[f.set].flags;
+      mark(i);
+      if (flags & (StackEngine::kFlagBottom | StackEngine::kFlagToken)) {
+        if ((flags & StackEngine::kFlagBottom) && bottoms != nullptr && next[i] > i + 1) bottoms->push_back(i);
+        if (flags & StackEngine::kFlagToken) NoteTokenTops(f.set, tops);
+      }
+      if (!(flags & StackEngine::kFlagCanStep)) {
+        i = next[i];
+        continue;
+      }
     } else {
       // Inside a character: drop the subtree when no range of the set reaches that far (then
       // llama.cpp's partial check rejects the tokens ending here too).
@@ -72,13 +102,10 @@ bool MaskEngine::Walk(uint32_t root, SetId set, Utf8Walk utf8, TokenBits* out, s
         i = next[i];
         continue;
       }
-      if (tokenStart[i] != tokenStart[i + 1] && engine_->AcceptsPartial(f.set, f.utf8.value, f.utf8.remain)) {
-        for (uint32_t t = tokenStart[i]; t < tokenStart[i + 1]; t++) out->Set(tokens[t]);
+      if (tokenStart[i] != tokenStart[i + 1]) {
+        if (engine_->AcceptsPartial(f.set, f.utf8.value, f.utf8.remain)) mark(i);
+        view = engine_->view();
       }
-    }
-    if (!engine_->CanStep(f.set)) {
-      i = next[i];
-      continue;
     }
     frames[d] = f;
     i++;
@@ -154,6 +181,7 @@ MaskEngine::Entry* MaskEngine::Store(const Key& key, std::unique_ptr<Entry> entr
                  entry->continuations.capacity() * 4 + entry->byId.capacity() * 4 + sizeof(Key) + 32;
   stats_.entries++;
   stats_.entryNodes += visited;
+
 
   stats_.entryMs += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   Entry* raw = entry.get();
@@ -246,6 +274,78 @@ MaskEngine::Result MaskEngine::Warm(SetId set) {
     if (s == StackEngine::kEmpty || IsTokenTop(engine_->Top(s))) continue;
     StackId below;
     if (EntryFor(s, &below) == nullptr) return Result::kError;
+  }
+  return Result::kOk;
+}
+
+}  // namespace lp::grammar
+
+namespace lp::grammar {
+
+MaskEngine::Result MaskEngine::WarmAll(const llama_grammar_rules& rules, const Elem* root) {
+  // below[r]: the frames that can lie directly under a frame of rule r (nullptr: the empty stack),
+  // from every reference to r: the element after it, or (when it ends its sequence) whatever lies
+  // under the referencing rule.
+  const size_t n = rules.size();
+  std::vector<std::set<const Elem*>> below(n);
+  for (size_t r = 0; r < n; r++) {
+    if (!rules[r].empty() && rules[r].data() == root) below[r].insert(nullptr);
+  }
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t s = 0; s < n; s++) {
+      for (const Elem& e : rules[s]) {
+        if (e.type != LLAMA_GRETYPE_RULE_REF || e.value >= n) continue;
+        auto& into = below[e.value];
+        size_t size = into.size();
+        if (!IsEndOfSequence(&e + 1)) {
+          into.insert(&e + 1);
+        } else {
+          into.insert(below[s].begin(), below[s].end());
+        }
+        changed |= into.size() != size;
+      }
+    }
+  }
+  auto ruleOf = [&](const Elem* p) -> size_t {
+    for (size_t r = 0; r < n; r++) {
+      if (!rules[r].empty() && p >= rules[r].data() && p < rules[r].data() + rules[r].size()) return r;
+    }
+    return n;
+  };
+  std::vector<size_t> ruleOfFrame;
+  // Depth-first over chains top, below, below that...: a chain is extended only while its
+  // entry asks for a deeper key.
+  std::vector<const Elem*> chain;
+  std::function<Result(size_t)> extend = [&](size_t rule) -> Result {
+    StackId s = StackEngine::kEmpty;
+    for (size_t i = chain.size(); i > 0; i--) s = engine_->Push(chain[i - 1], s);
+    StackId at;
+    const Entry* e = EntryFor(s, &at);
+    if (e == nullptr) return Result::kError;
+    if (!e->deeper || chain.size() >= static_cast<size_t>(kMaxKeyFrames) || rule >= n) return Result::kOk;
+    for (const Elem* b : below[rule]) {
+      if (b == nullptr) continue;
+      chain.push_back(b);
+      Result r = extend(ruleOf(b));
+      chain.pop_back();
+      if (r != Result::kOk) return r;
+    }
+    return Result::kOk;
+  };
+  for (size_t r = 0; r < n; r++) {
+    const auto& rule = rules[r];
+    for (size_t i = 0; i < rule.size(); i++) {
+      const Elem* e = &rule[i];
+      // every CHAR / CHAR_NOT / CHAR_ANY starts a range (the rest of one is CHAR_ALT, RNG_UPPER)
+      if (!IsCharTop(e)) continue;
+      for (const Elem* b : below[r]) {
+        chain.assign(1, e);
+        if (b != nullptr) chain.push_back(b);
+        Result res = extend(b == nullptr ? n : ruleOf(b));
+        if (res != Result::kOk) return res;
+      }
+    }
   }
   return Result::kOk;
 }

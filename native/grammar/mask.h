@@ -42,8 +42,11 @@ class MaskEngine {
   // needs llama.cpp's own full pass (a TOKEN_NOT element, or a carried partial that decodes to 0).
   Result Compute(SetId set, Utf8Walk carried, TokenBits* out, std::vector<llama_token>* byId);
 
-  // Builds the cache entries of every stack in `set` now (eager warm-up). kError on a limit.
+  // Builds the cache entries of every stack in `set` now. kError on a limit.
   Result Warm(SetId set);
+  // Builds the entry of every grammar position: each terminal with each frame that can lie below
+  // its rule (deeper where an entry asks for it), XGrammar's precomputation. kError on a limit.
+  Result WarmAll(const llama_grammar_rules& rules, const Elem* root);
 
   // The engine was reset (ids changed): forget id-keyed lookups, keep the entries.
   void OnEngineReset(StackEngine* engine);

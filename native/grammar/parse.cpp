@@ -35,7 +35,7 @@ Failure Invalid(const std::string& detail) { return {kInvalid, "invalid GBNF gra
 
 }  // namespace
 
-llama_grammar* ParseGrammar(const llama_vocab* vocab, const GrammarSpec& spec, Failure* failure) {
+llama_grammar* ParseGrammar(const llama_vocab* vocab, const GrammarSpec& spec, Failure* failure, size_t* rootRule) {
   std::string limit = CheckGbnfText(spec.gbnf);
   if (!limit.empty()) {
     *failure = Invalid(limit);
@@ -71,6 +71,7 @@ llama_grammar* ParseGrammar(const llama_vocab* vocab, const GrammarSpec& spec, F
     *failure = Invalid(limit);
     return nullptr;
   }
+  if (rootRule != nullptr) *rootRule = root->second;
   std::vector<const llama_grammar_element*> rules = parser.c_rules();
   llama_grammar* grammar = nullptr;
   try {

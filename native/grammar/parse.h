@@ -12,7 +12,7 @@
 namespace lp::grammar {
 
 // A non-lazy llama_grammar (free with llama_grammar_free_impl), or nullptr with *failure set
-// (ERR_GRAMMAR_INVALID).
-llama_grammar* ParseGrammar(const llama_vocab* vocab, const GrammarSpec& spec, Failure* failure);
+// (ERR_GRAMMAR_INVALID). *rootRule: the index of the start rule.
+llama_grammar* ParseGrammar(const llama_vocab* vocab, const GrammarSpec& spec, Failure* failure, size_t* rootRule = nullptr);
 
 }  // namespace lp::grammar

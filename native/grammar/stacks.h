@@ -75,6 +75,24 @@ class StackEngine {
   // a character).
   bool AcceptsPartial(SetId set, uint32_t value, int remain);
 
+  // Raw tables for the vocabulary walk's inner loop; valid until the next call that may add
+  // sets or rows (Next on an unknown transition, InternSet, AcceptsPartial).
+  struct SetInfo {
+    uint32_t begin, end;
+    uint32_t row;  // offset into rows + 1; 0 = no row yet
+    uint8_t flags;
+    uint32_t maxChar;  // the highest code point a positive character range of the set matches
+  };
+  struct View {
+    const SetInfo* sets;
+    const int32_t* rows;
+    const uint8_t* asciiClass;
+    uint32_t rowWidth;
+  };
+  View view() const { return View{sets_.data(), rows_.data(), asciiClass_, rowWidth_}; }
+  uint32_t ClassOfCodePoint(uint32_t cp) const { return cp < 128 ? asciiClass_[cp] : ClassOf(cp); }
+  static constexpr uint8_t kFlagEmpty = 1, kFlagBottom = 2, kFlagCanStep = 4, kFlagToken = 8, kFlagWide = 16;
+
   const std::string& error() const { return error_; }
   bool failed() const { return !error_.empty(); }
   // Memory in use (bytes, roughly); the owner resets the engine when it grows too large.
@@ -86,7 +104,8 @@ class StackEngine {
   const llama_grammar_rules& rules() const { return *rules_; }
 
  private:
-  static constexpr uint8_t kHasEmpty = 1, kHasBottom = 2, kCanStep = 4, kHasToken = 8, kWide = 16;
+  static constexpr uint8_t kHasEmpty = kFlagEmpty, kHasBottom = kFlagBottom, kCanStep = kFlagCanStep, kHasToken = kFlagToken,
+                           kWide = kFlagWide;
 
   struct Frame {
     const Elem* pos;
@@ -94,12 +113,7 @@ class StackEngine {
     uint32_t depth;
     uint32_t advance;  // index into advanced_ + 1; 0 = not computed
   };
-  struct Set {
-    uint32_t begin, end;
-    uint32_t row;  // offset into rows_ + 1; 0 = no row yet
-    uint8_t flags;
-    uint32_t maxChar;  // the highest code point a positive character range of the set matches
-  };
+  using Set = SetInfo;
 
   uint32_t ClassOf(uint32_t cp) const;
   int32_t* Row(SetId set);

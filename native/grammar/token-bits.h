@@ -27,8 +27,15 @@ class TokenBits {
   }
   int32_t Count() const {
     int32_t c = 0;
-    for (uint64_t w : words_) c += __builtin_popcountll(w);
+    for (uint64_t w : words_) c += Popcount(w);
     return c;
+  }
+  // Without -mpopcnt the builtin is a library call; this is as fast on the word counts we have.
+  static int Popcount(uint64_t x) {
+    x = x - ((x >> 1) & 0x5555555555555555ULL);
+    x = (x & 0x3333333333333333ULL) + ((x >> 2) & 0x3333333333333333ULL);
+    x = (x + (x >> 4)) & 0x0F0F0F0F0F0F0F0FULL;
+    return static_cast<int>((x * 0x0101010101010101ULL) >> 56);
   }
   int32_t size() const { return n_; }
   const std::vector<uint64_t>& words() const { return words_; }

@@ -252,6 +252,7 @@ json CmdMaskDiff(const json& req) {
       if (!same) out["mismatch"] = true;
       return out;
     }
+    if (req.value("warmAll", false) && !ours->Warm(0, &f)) return {{"invalid", f.message}, {"mismatch", true}};
     Canon canonOurs(ours->SyncedLlamaGrammar()->rules), canonRef(ref->rules);
     std::vector<llama_token> path;
     for (int s = 0; s <= steps; s++) {
@@ -484,11 +485,11 @@ json CmdMaskBench(const json& req) {
     positions.push_back(row);
   }
   json out = {{"positions", positions}, {"vocabBuildMs", index->buildMs}};
-  if (req.contains("warmStates")) {
+  if (req.contains("warmStates") || req.value("warmAll", false)) {
     Failure f;
     auto g = GrammarState::Create(v.vocab, &v.holder, spec, &f);
     auto t0 = Clock::now();
-    bool ok = g && g->Warm(req.at("warmStates").get<size_t>(), &f);
+    bool ok = g && g->Warm(req.value("warmAll", false) ? 0 : req.at("warmStates").get<size_t>(), &f);
     out["warmMs"] = MsSince(t0);
     out["warmOk"] = ok;
     if (g && g->maskStats()) {
