@@ -7,7 +7,8 @@
 //                                                           random reachable states
 //   trigger.diff {path, gbnf, patterns, tokens, texts, checkSteps} -> lazy grammar vs llama.cpp's
 //   regex.diff   {patterns, texts, seed}                 -> TriggerMatcher vs std::regex (llama's find)
-//   mask.bench   {path, gbnf, prefixes, repeat, warmStates} -> mask times at positions
+//   mask.bench   {path, gbnf, prefixes, repeat, warmStates | warmAll} -> mask times at positions
+//   trigger.bench {path, gbnf, patterns, tokens, n, referenceTokens, window} -> trigger cost per token
 #include <llama.h>
 
 #include <algorithm>
@@ -502,6 +503,68 @@ json CmdMaskBench(const json& req) {
   return out;
 }
 
+// Trigger detection cost per token while a lazy grammar waits: random tokens fed to our
+// GrammarState and to llama.cpp's lazy grammar (std::regex over the whole buffer per token);
+// mean microseconds per token over windows of the output.
+json CmdTriggerBench(const json& req) {
+  LoadedVocab& v = Load(req.at("path").get<std::string>());
+  GrammarSpec spec = SpecOf(req);
+  const int n = req.value("n", 8192);
+  const int refN = req.value("referenceTokens", 2048);
+  const int window = req.value("window", 512);
+  std::mt19937 rng(req.value("seed", 1u));
+  const int32_t nVocab = llama_vocab_n_tokens(v.vocab);
+  std::vector<llama_token> tokens;
+  std::uniform_int_distribution<int32_t> any(0, nVocab - 1);
+  while (static_cast<int>(tokens.size()) < n) {
+    llama_token t = any(rng);
+    if (llama_vocab_is_eog(v.vocab, t) || (llama_vocab_get_attr(v.vocab, t) & LLAMA_TOKEN_ATTR_CONTROL)) continue;
+    if (std::find(spec.triggerTokens.begin(), spec.triggerTokens.end(), t) != spec.triggerTokens.end()) continue;
+    tokens.push_back(t);
+  }
+  auto windows = [&](const std::vector<double>& us) {
+    json out = json::array();
+    for (size_t w = 0; w + window <= us.size(); w += window) {
+      double sum = 0;
+      for (size_t i = w; i < w + window; i++) sum += us[i];
+      out.push_back({{"from", w}, {"us", sum / window}});
+    }
+    return out;
+  };
+  json result;
+  Failure f;
+  auto ours = GrammarState::Create(v.vocab, &v.holder, spec, &f);
+  if (!ours) return {{"invalid", f.message}};
+  std::vector<double> us;
+  int firedAt = -1;
+  for (int i = 0; i < n; i++) {
+    auto t0 = Clock::now();
+    ours->Accept(tokens[i], &f);
+    us.push_back(MsSince(t0) * 1000);
+    if (firedAt < 0 && !ours->awaitingTrigger()) firedAt = i;
+  }
+  result["ours"] = windows(us);
+  result["oursFiredAt"] = firedAt;
+  us.clear();
+  llama_grammar* ref = ReferenceGrammar(v.vocab, spec);
+  if (ref != nullptr && refN > 0) {
+    firedAt = -1;
+    for (int i = 0; i < refN && i < n; i++) {
+      auto t0 = Clock::now();
+      try {
+        llama_grammar_accept_impl(*ref, tokens[i]);
+      } catch (const std::exception&) {
+      }
+      us.push_back(MsSince(t0) * 1000);
+      if (firedAt < 0 && !ref->awaiting_trigger) firedAt = i;
+    }
+    result["reference"] = windows(us);
+    result["referenceFiredAt"] = firedAt;
+    llama_grammar_free_impl(ref);
+  }
+  return result;
+}
+
 }  // namespace
 
 int main() {
@@ -526,6 +589,8 @@ int main() {
         result = CmdTriggerDiff(req);
       } else if (cmd == "regex.diff") {
         result = CmdRegexDiff(req);
+      } else if (cmd == "trigger.bench") {
+        result = CmdTriggerBench(req);
       } else if (cmd == "mask.bench") {
         result = CmdMaskBench(req);
       } else if (cmd == "ping") {
