@@ -17,6 +17,7 @@ export type LlamapegErrorCode =
   | "ERR_GRAMMAR_INVALID"
   | "ERR_GRAMMAR_DEAD_END"
   | "ERR_CONTEXT_FULL"
+  | "ERR_NO_SEQUENCE"
   | "ERR_ABORTED"
   | "ERR_INVALID_ARGUMENT"
   // parsing / grammars / chat
@@ -25,10 +26,17 @@ export type LlamapegErrorCode =
   | "ERR_SCHEMA_UNSUPPORTED"
   | "ERR_SCHEMA_INVALID"
   | "ERR_TEMPLATE_RENDER"
+  | "ERR_TEMPLATE_LIMIT"
   | "ERR_TEMPLATE_ANALYSIS"
   | "ERR_CHAT_PARSE"
   | "ERR_CHAT_DIFF"
   | "ERR_INVALID_REQUEST"
+  // remote generation (llama-server)
+  | "ERR_REMOTE_UNAVAILABLE"
+  | "ERR_REMOTE_REFUSED"
+  | "ERR_REMOTE_STREAM"
+  | "ERR_REMOTE_TIMEOUT"
+  | "ERR_REMOTE_PROTOCOL"
   | "ERR_INTERNAL";
 
 export class LlamapegError extends Error {

@@ -8,12 +8,14 @@ export {
   loadModel,
   Model,
   Context,
+  Sequence,
   Generation,
   setLogger,
   type LoadModelOptions,
   type TokenizeOptions,
   type PieceOptions,
   type ContextOptions,
+  type ContextShift,
   type GenerateOptions,
   type GrammarOptions,
   type GeneratedToken,
@@ -24,6 +26,7 @@ export {
   type LogLevel,
   type GgufMetadataValue,
 } from "./llama/index.js";
+export { systemInfo, type SystemInfo, type BackendName, type DeviceInfo } from "./native/load.js";
 export { ensureTestModel, writeTestModel, TEST_MODEL_PRESETS, type TestModelOptions, type TestModelSize } from "./test-model/index.js";
 
 // GGUF files without the native addon (metadata, chat templates, writing test models)
@@ -65,6 +68,8 @@ export {
   clearPlanCache,
   validateJson,
 } from "./openai/index.js";
+// the same completions on llama-server processes
+export { connectLlamaServer, RemoteError, type LlamaServerBackend, type LlamaServerOptions, type Strategy as LlamaServerStrategy } from "./remote/index.js";
 export type {
   ChatCompletionRequest,
   ChatCompletion,
@@ -78,6 +83,14 @@ export type {
   LlamapegCompletionInfo,
   ChatCompletionStream,
   CompletionOptions,
+  CompletionTarget,
+  CompletionTargetLike,
+  TargetChatInfo,
+  TargetRequest,
+  TargetGeneration,
+  PromptInput,
+  PromptSegment,
+  SamplingGrammar,
   CompletionRecord,
   ReplayResult,
   OpenAIErrorBody,

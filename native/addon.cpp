@@ -3,6 +3,7 @@
 #include <napi.h>
 #include <llama.h>
 
+#include <cstdlib>
 #include <mutex>
 
 #include "addon.h"
@@ -10,6 +11,16 @@
 #include "generation.h"
 #include "log.h"
 #include "model.h"
+#include "system.h"
+
+namespace lp {
+
+void StopEverythingForExit(int code) {
+  ProcessStoppables().StopAll();
+  if (!ProcessThreads().WaitIdle(kStopTimeout)) std::_Exit(code);
+}
+
+}  // namespace lp
 
 namespace {
 
@@ -17,12 +28,30 @@ Napi::Value SystemInfo(const Napi::CallbackInfo& info) {
   return Napi::String::New(info.Env(), llama_print_system_info());
 }
 
+// JS: stopForExit(processWide, code). From process.on("exit"): process.exit() and uncaught
+// exceptions skip environment teardown and go straight to exit(), so the threads must stop first.
+Napi::Value StopForExit(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  int code = info.Length() > 1 && info[1].IsNumber() ? info[1].As<Napi::Number>().Int32Value() : 0;
+  if (info.Length() > 0 && info[0].ToBoolean().Value()) {
+    lp::StopEverythingForExit(code);
+  } else {
+    // A worker's own exit: its environment is torn down next (the cleanup hook waits).
+    lp::AddonState::Get(env)->stoppables->StopAll();
+  }
+  return env.Undefined();
+}
+
+void AtExit() { lp::StopEverythingForExit(0); }
+
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   static std::once_flag backendOnce;
   std::call_once(backendOnce, [] {
     lp::InstallLogRouter();
-    llama_backend_init();
-    lp::InstallExitHandler();
+    lp::InitBackendRegistry();  // backends: loaded by lib/native/load.ts through backendLoad
+    // Fallback when the JS exit hook did not run; it runs after statics created later than the
+    // addon's load are already gone.
+    std::atexit(AtExit);
   });
 
   auto* state = new lp::AddonState();
@@ -31,17 +60,22 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   state->generationCtor = Napi::Persistent(lp::GenerationWrap::Define(env));
   env.SetInstanceData<lp::AddonState>(state);
   napi_env raw = env;
-  env.AddCleanupHook([raw]() {
-    Napi::Env e(raw);
-    lp::StopAllGenerations(e);
+  std::shared_ptr<lp::ThreadCounter> threads = state->threads;
+  std::shared_ptr<lp::StopList> stoppables = state->stoppables;
+  env.AddCleanupHook([raw, stoppables, threads]() {
+    // Teardown: no JS runs from here on. Stop what this environment started and wait for its
+    // threads, which only ever call back through thread-safe functions (gone by now).
+    stoppables->StopAll();
+    threads->WaitIdle(lp::kStopTimeout);
     lp::RemoveLoggerForEnv(raw);
   });
 
   exports.Set("loadModel", Napi::Function::New(env, lp::LoadModel, "loadModel"));
   exports.Set("setLogger", Napi::Function::New(env, lp::SetLogger, "setLogger"));
-  exports.Set("stopGenerationsForExit", Napi::Function::New(env, lp::StopGenerationsForExit, "stopGenerationsForExit"));
+  exports.Set("stopForExit", Napi::Function::New(env, StopForExit, "stopForExit"));
   exports.Set("systemInfo", Napi::Function::New(env, SystemInfo, "systemInfo"));
   exports.Set("llamaCppVersion", Napi::String::New(env, llama_version()));
+  lp::RegisterSystem(env, exports);
   return exports;
 }
 

@@ -5,22 +5,26 @@
 #include <napi.h>
 
 #include <memory>
-#include <mutex>
-#include <vector>
+
+#include "lifetime.h"
 
 namespace lp {
-
-struct GenerationJob;
 
 struct AddonState {
   Napi::FunctionReference modelCtor;
   Napi::FunctionReference contextCtor;
   Napi::FunctionReference generationCtor;
-  // Generations whose native thread may still run; stopped and joined on environment teardown.
-  std::mutex jobsMutex;
-  std::vector<std::weak_ptr<GenerationJob>> jobs;
+  // Native work started from this environment: stopped, and waited for, when it is torn down
+  // (worker.terminate(), the end of a worker), because the addon may be unloaded with it.
+  std::shared_ptr<StopList> stoppables = std::make_shared<StopList>();
+  std::shared_ptr<ThreadCounter> threads = std::make_shared<ThreadCounter>();
 
   static AddonState* Get(Napi::Env env) { return env.GetInstanceData<AddonState>(); }
 };
+
+// Process exit: stops every context and task of the process and waits for their threads
+// (kStopTimeout). Threads that do not stop in time are abandoned with a quick exit (std::_Exit),
+// since exit() would destroy llama.cpp's statics under them.
+void StopEverythingForExit(int code);
 
 }  // namespace lp

@@ -1,23 +1,180 @@
 #include "context.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "addon.h"
-#include "common.h"
 #include "generation.h"
 #include "log.h"
 
 namespace lp {
 
-ContextCore::~ContextCore() {
-  if (ctx != nullptr) llama_free(ctx);
+std::shared_ptr<ContextCore> ContextCore::Create(Napi::Env env, const std::shared_ptr<ModelCore>& model,
+                                                 const ContextConfig& config, NativeError* error) {
+  std::shared_ptr<ContextCore> core(new ContextCore());
+  core->model_ = model;
+  llama_context_params cp = llama_context_default_params();
+  // Every sequence gets config.contextSize cells: split, each its own stream; unified, one shared
+  // buffer of all of them (no sequence may take more than its share, so none runs out).
+  cp.n_seq_max = config.sequences;
+  cp.kv_unified = config.kvUnified;
+  cp.n_ctx = config.contextSize * config.sequences;
+  // llama.cpp asserts (aborts) when a batch cannot hold one output per sequence.
+  cp.n_batch = std::max(config.batchSize, config.sequences);
+  cp.n_ubatch = cp.n_batch;
+  // 0 = llama.cpp's defaults: physical cores for generation, the same for batches (prompts).
+  cp.n_threads = config.threads > 0 ? config.threads : PhysicalCores();
+  cp.n_threads_batch = config.threadsBatch > 0 ? config.threadsBatch : cp.n_threads;
+  cp.no_perf = true;
+  cp.abort_callback = AbortCallback;
+  cp.abort_callback_data = core.get();
+  LogCapture capture;
+  core->ctx_ = llama_init_from_model(model->model, cp);
+  if (core->ctx_ == nullptr) {
+    std::string detail = capture.errors();
+    *error = {"ERR_CONTEXT_CREATE", "llama.cpp could not create the context" + (detail.empty() ? "" : ": " + detail)};
+    return nullptr;
+  }
+  core->nSeq_ = llama_n_seq_max(core->ctx_);
+  core->cells_ = llama_n_ctx(core->ctx_);
+  core->kvUnified_ = config.kvUnified;
+  core->sequenceSize_ = config.kvUnified ? core->cells_ / core->nSeq_ : llama_n_ctx_seq(core->ctx_);
+  core->batchSize_ = llama_n_batch(core->ctx_);
+  core->threads_ = cp.n_threads;
+  core->threadsBatch_ = cp.n_threads_batch;
+  core->seed_ = config.seed;
+  core->canShift_ = llama_memory_can_shift(llama_get_memory(core->ctx_));
+  core->slots_.resize(core->nSeq_);
+  core->batch_ = llama_batch_init(static_cast<int32_t>(core->batchSize_), 0, 1);
+  // Poll level 50 is llama.cpp's default (common_cpu_params::poll); only ggml's own pool uses it.
+  core->pools_.Attach(core->ctx_, core->threads_, core->threadsBatch_, 50);
+
+  AddonState* state = AddonState::Get(env);
+  state->stoppables->Add(core);
+  ProcessStoppables().Add(core);
+  try {
+    StartCountedThread(state->threads, [core] { core->Loop(); });
+  } catch (const std::exception& e) {
+    *error = {"ERR_CONTEXT_CREATE", std::string("could not start the context's decode thread: ") + e.what()};
+    return nullptr;
+  }
+  return core;
 }
+
+ContextCore::~ContextCore() { FreeNative(); }
+
+void ContextCore::FreeNative() {
+  if (ctx_ != nullptr) {
+    llama_batch_free(batch_);
+    batch_ = llama_batch{};
+    llama_free(ctx_);
+    ctx_ = nullptr;
+  }
+  pools_.Free();
+}
+
+int32_t ContextCore::Acquire() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stopRequested_.load()) return -1;
+  for (size_t i = 0; i < slots_.size(); i++) {
+    if (!slots_[i].taken) {
+      slots_[i].taken = true;
+      return static_cast<int32_t>(i);
+    }
+  }
+  return -1;
+}
+
+void ContextCore::ReleaseSequence(int32_t seq) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Slot& slot = slots_[static_cast<size_t>(seq)];
+    if (!slot.taken) return;
+    slot.taken = false;
+    // The next owner starts empty; the loop drops the cells (after ending a running generation,
+    // which touches the mirror until then).
+    if (slot.job) {
+      slot.job->abortRequested.store(true);
+      slot.retiring = std::move(slot.job);
+    } else if (!slot.retiring) {
+      slot.tokens.clear();
+    }
+    clears_.push_back(seq);
+    wake_ = true;
+  }
+  cv_.notify_one();
+}
+
+bool ContextCore::Taken(int32_t seq) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return slots_[static_cast<size_t>(seq)].taken;
+}
+
+bool ContextCore::Busy(int32_t seq) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return slots_[static_cast<size_t>(seq)].job != nullptr;
+}
+
+bool ContextCore::CopyTokens(int32_t seq, std::vector<llama_token>* out) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Slot& slot = slots_[static_cast<size_t>(seq)];
+  if (slot.job) return false;
+  if (slot.retiring) {
+    out->clear();  // about to be cleared
+  } else {
+    *out = slot.tokens;
+  }
+  return true;
+}
+
+bool ContextCore::ClearCache(int32_t seq) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Slot& slot = slots_[static_cast<size_t>(seq)];
+    if (slot.job) return false;
+    if (!slot.retiring) slot.tokens.clear();
+    clears_.push_back(seq);
+    wake_ = true;
+  }
+  cv_.notify_one();
+  return true;
+}
+
+bool ContextCore::Submit(const std::shared_ptr<GenerationJob>& job) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Slot& slot = slots_[static_cast<size_t>(job->seq)];
+    if (stopRequested_.load() || slot.job) return false;
+    slot.job = job;
+    queued_.push_back(job);
+  }
+  cv_.notify_one();
+  return true;
+}
+
+void ContextCore::Wake() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    wake_ = true;
+  }
+  cv_.notify_one();
+}
+
+void ContextCore::RequestStop() {
+  stopRequested_.store(true);
+  Wake();
+}
+
+void ContextCore::StopAndWait() {
+  RequestStop();
+  std::unique_lock<std::mutex> lock(mu_);
+  stoppedCv_.wait_for(lock, kStopTimeout, [&] { return stopped_; });
+}
+
+// ---------------------------------------------------------------------------------------------
+// The JS object
 
 namespace {
-
-bool AbortCallback(void* data) {
-  return static_cast<ContextCore*>(data)->abortRequested.load(std::memory_order_relaxed);
-}
 
 uint32_t U32(Napi::Object o, const char* key, uint32_t fallback) {
   Napi::Value v = o.Get(key);
@@ -31,6 +188,8 @@ Napi::Function ContextWrap::Define(Napi::Env env) {
                      {
                          InstanceMethod<&ContextWrap::Dispose>("dispose"),
                          InstanceMethod<&ContextWrap::Info>("info"),
+                         InstanceMethod<&ContextWrap::AcquireSequence>("acquireSequence"),
+                         InstanceMethod<&ContextWrap::ReleaseSequence>("releaseSequence"),
                          InstanceMethod<&ContextWrap::Tokens>("tokens"),
                          InstanceMethod<&ContextWrap::ClearCache>("clearCache"),
                          InstanceMethod<&ContextWrap::Generate>("generate"),
@@ -39,31 +198,20 @@ Napi::Function ContextWrap::Define(Napi::Env env) {
 
 Napi::Object ContextWrap::NewInstance(Napi::Env env, const std::shared_ptr<ModelCore>& model, Napi::Object o) {
   if (model->vocabOnly) Throw(env, "ERR_CONTEXT_CREATE", "the model was loaded with vocabOnly; it has no weights to run");
-  auto core = std::make_shared<ContextCore>();
-  core->model = model;
-  llama_context_params cp = llama_context_default_params();
-  cp.n_ctx = U32(o, "contextSize", 4096);
-  cp.n_batch = U32(o, "batchSize", 512);
-  cp.n_ubatch = cp.n_batch;
-  cp.n_seq_max = 1;
-  cp.n_threads = static_cast<int32_t>(U32(o, "threads", 4));
-  cp.n_threads_batch = cp.n_threads;
-  cp.no_perf = true;
-  cp.abort_callback = AbortCallback;
-  cp.abort_callback_data = core.get();
-  core->seed = U32(o, "seed", LLAMA_DEFAULT_SEED);
-  LogCapture capture;
-  core->ctx = llama_init_from_model(model->model, cp);
-  if (core->ctx == nullptr) {
-    std::string detail = capture.errors();
-    Throw(env, "ERR_CONTEXT_CREATE", "llama.cpp could not create the context" + (detail.empty() ? "" : ": " + detail));
-  }
-  core->contextSize = llama_n_ctx(core->ctx);
-  core->batchSize = llama_n_batch(core->ctx);
-  core->threads = cp.n_threads;
-  auto* holder = new std::shared_ptr<ContextCore>(std::move(core));
-  auto ext = Napi::External<std::shared_ptr<ContextCore>>::New(
-      env, holder, [](Napi::Env, std::shared_ptr<ContextCore>* p) { delete p; });
+  ContextConfig config;
+  config.contextSize = U32(o, "contextSize", config.contextSize);
+  config.batchSize = U32(o, "batchSize", config.batchSize);
+  config.sequences = std::max<uint32_t>(1, U32(o, "sequences", 1));
+  config.kvUnified = o.Get("kvUnified").ToBoolean().Value();
+  config.threads = static_cast<int32_t>(U32(o, "threads", 0));
+  config.threadsBatch = static_cast<int32_t>(U32(o, "threadsBatch", 0));
+  config.seed = U32(o, "seed", LLAMA_DEFAULT_SEED);
+  NativeError error;
+  std::shared_ptr<ContextCore> core = ContextCore::Create(env, model, config, &error);
+  if (!core) Throw(env, error.code, error.message);
+  auto* holder = new std::shared_ptr<ContextHandle>(std::make_shared<ContextHandle>(std::move(core)));
+  auto ext = Napi::External<std::shared_ptr<ContextHandle>>::New(
+      env, holder, [](Napi::Env, std::shared_ptr<ContextHandle>* p) { delete p; });
   return AddonState::Get(env)->contextCtor.New({ext});
 }
 
@@ -71,63 +219,109 @@ ContextWrap::ContextWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Cont
   if (info.Length() < 1 || !info[0].IsExternal()) {
     throw Napi::TypeError::New(info.Env(), "NativeContext cannot be constructed directly; use model.createContext()");
   }
-  core_ = *info[0].As<Napi::External<std::shared_ptr<ContextCore>>>().Data();
+  // Moved out: a copy left in the External would keep the context until the next GC.
+  handle_ = std::move(*info[0].As<Napi::External<std::shared_ptr<ContextHandle>>>().Data());
 }
 
-const std::shared_ptr<ContextCore>& ContextWrap::Core(Napi::Env env) const {
-  if (!core_) Throw(env, "ERR_DISPOSED", "the context was disposed");
-  return core_;
+const std::shared_ptr<ContextHandle>& ContextWrap::Handle(Napi::Env env) const {
+  if (!handle_) Throw(env, "ERR_DISPOSED", "the context was disposed");
+  return handle_;
+}
+
+int32_t ContextWrap::SeqArg(const Napi::CallbackInfo& info, size_t i) const {
+  const auto& core = Handle(info.Env())->core;
+  if (info.Length() <= i || !info[i].IsNumber()) throw Napi::TypeError::New(info.Env(), "sequence id must be a number");
+  int64_t seq = info[i].As<Napi::Number>().Int64Value();
+  if (seq < 0 || seq >= core->sequences() || !core->Taken(static_cast<int32_t>(seq))) {
+    Throw(info.Env(), "ERR_DISPOSED", "sequence " + std::to_string(seq) + " is not in use (it was disposed)");
+  }
+  return static_cast<int32_t>(seq);
 }
 
 Napi::Value ContextWrap::Dispose(const Napi::CallbackInfo& info) {
-  // A running generation stops soon (stopReason "abort"); the llama context is freed by whoever
-  // drops the last reference: this wrapper, or the generation once its thread has finished.
-  if (auto job = current_.lock()) job->RequestAbort();
-  core_.reset();
+  // Running generations end (stopReason "abort"); the llama context and its hold on the model
+  // go before this returns (unless the loop is stuck past kStopTimeout).
+  if (handle_) {
+    std::shared_ptr<ContextCore> core = handle_->core;
+    handle_.reset();
+    core->StopAndWait();
+  }
   return info.Env().Undefined();
 }
 
 Napi::Value ContextWrap::Info(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  const auto& core = Core(env);
+  const auto& core = Handle(env)->core;
   Napi::Object o = Napi::Object::New(env);
-  o.Set("contextSize", core->contextSize);
-  o.Set("batchSize", core->batchSize);
-  o.Set("threads", core->threads);
+  o.Set("contextSize", core->sequenceSize());
+  o.Set("cells", core->cells());
+  o.Set("batchSize", core->batchSize());
+  o.Set("sequences", core->sequences());
+  o.Set("kvUnified", core->kvUnified());
+  o.Set("canShift", core->canShift());
+  o.Set("threads", core->threads());
+  o.Set("threadsBatch", core->threadsBatch());
   return o;
+}
+
+Napi::Value ContextWrap::AcquireSequence(const Napi::CallbackInfo& info) {
+  return Napi::Number::New(info.Env(), Handle(info.Env())->core->Acquire());
+}
+
+Napi::Value ContextWrap::ReleaseSequence(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (!handle_) return env.Undefined();  // disposing the context released everything
+  if (info.Length() < 1 || !info[0].IsNumber()) throw Napi::TypeError::New(env, "sequence id must be a number");
+  int64_t seq = info[0].As<Napi::Number>().Int64Value();
+  if (seq >= 0 && seq < handle_->core->sequences()) handle_->core->ReleaseSequence(static_cast<int32_t>(seq));
+  return env.Undefined();
 }
 
 Napi::Value ContextWrap::Tokens(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  const auto& core = Core(env);
-  if (core->busy.load()) Throw(env, "ERR_BUSY", "the context is generating; its cached tokens are changing");
-  Napi::Int32Array out = Napi::Int32Array::New(env, core->tokens.size());
-  if (!core->tokens.empty()) std::memcpy(out.Data(), core->tokens.data(), core->tokens.size() * sizeof(llama_token));
+  int32_t seq = SeqArg(info, 0);
+  std::vector<llama_token> tokens;
+  if (!handle_->core->CopyTokens(seq, &tokens)) Throw(env, "ERR_BUSY", "the sequence is generating; its cached tokens are changing");
+  Napi::Int32Array out = Napi::Int32Array::New(env, tokens.size());
+  if (!tokens.empty()) std::memcpy(out.Data(), tokens.data(), tokens.size() * sizeof(llama_token));
   return out;
 }
 
 Napi::Value ContextWrap::ClearCache(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  const auto& core = Core(env);
-  if (core->busy.load()) Throw(env, "ERR_BUSY", "the context is generating");
-  llama_memory_clear(llama_get_memory(core->ctx), true);
-  core->tokens.clear();
+  int32_t seq = SeqArg(info, 0);
+  if (!handle_->core->ClearCache(seq)) Throw(env, "ERR_BUSY", "the sequence is generating");
   return env.Undefined();
 }
 
 Napi::Value ContextWrap::Generate(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return Guard(env, [&]() -> Napi::Value {
-    const auto& core = Core(env);
-    if (info.Length() < 3 || !info[0].IsTypedArray() || !info[1].IsObject() || !info[2].IsFunction() ||
-        info[0].As<Napi::TypedArray>().TypedArrayType() != napi_int32_array) {
-      throw Napi::TypeError::New(env, "generate(prompt: Int32Array, options: object, onBatch: function)");
+    int32_t seq = SeqArg(info, 0);
+    if (info.Length() < 4 || !info[1].IsTypedArray() || !info[2].IsObject() || !info[3].IsFunction() ||
+        info[1].As<Napi::TypedArray>().TypedArrayType() != napi_int32_array) {
+      throw Napi::TypeError::New(env, "generate(seq: number, prompt: Int32Array, options: object, onBatch: function)");
     }
-    std::shared_ptr<GenerationJob> job;
-    Napi::Value handle = StartGeneration(env, core, info[0].As<Napi::Int32Array>(), info[1].As<Napi::Object>(),
-                                         info[2].As<Napi::Function>(), &job);
-    current_ = job;
-    return handle;
+    const std::shared_ptr<ContextHandle>& handle = handle_;
+    ContextCore& core = *handle->core;
+    Napi::Int32Array prompt = info[1].As<Napi::Int32Array>();
+    if (core.Busy(seq)) Throw(env, "ERR_BUSY", "this sequence is already generating; wait for it to finish or abort it");
+    if (prompt.ElementLength() >= core.sequenceSize()) {
+      Throw(env, "ERR_CONTEXT_FULL", "the prompt has " + std::to_string(prompt.ElementLength()) +
+                                         " tokens; a sequence of this context holds " + std::to_string(core.sequenceSize()));
+    }
+    std::shared_ptr<GenerationJob> job = CreateGeneration(env, core.model()->vocab, core.seed(), prompt,
+                                                          info[2].As<Napi::Object>(), info[3].As<Napi::Function>());
+    job->handle = handle;
+    job->core = &core;
+    job->seq = seq;
+    if (!core.Submit(job)) {
+      job->handle.reset();
+      job->tsfnAlive = false;
+      job->tsfn.Release();
+      Throw(env, "ERR_BUSY", "this sequence is already generating; wait for it to finish or abort it");
+    }
+    return GenerationWrap::NewInstance(env, job);
   });
 }
 

@@ -1,33 +1,136 @@
-// Context: one llama_context plus the tokens its KV cache holds (sequence 0), wrapped for JS.
+// Context: one llama_context with N sequences (KV cells per conversation, unified or split) and
+// ONE decode thread that owns it. Each step the thread packs the next token of every generating
+// sequence plus prompt chunks of newly joined ones into one llama_batch, decodes once and samples
+// each sequence with its own sampler (continuous batching, as llama-server's slot loop). Nothing
+// else touches the llama_context; the JS thread talks to the loop through a queue.
 #pragma once
 
 #include <napi.h>
 #include <llama.h>
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
 #include <memory>
+#include <mutex>
 #include <vector>
 
+#include "common.h"
+#include "lifetime.h"
 #include "model.h"
+#include "threads.h"
 
 namespace lp {
 
 struct GenerationJob;
 
-struct ContextCore {
-  std::shared_ptr<ModelCore> model;  // keeps the weights alive as long as this context lives
-  llama_context* ctx = nullptr;
-  uint32_t contextSize = 0;
-  uint32_t batchSize = 0;
-  int32_t threads = 1;
+struct ContextConfig {
+  uint32_t contextSize = 4096;  // per sequence
+  uint32_t batchSize = 512;
+  uint32_t sequences = 1;
+  bool kvUnified = false;
+  int32_t threads = 0;        // 0: physical cores
+  int32_t threadsBatch = 0;   // 0: = threads
   uint32_t seed = LLAMA_DEFAULT_SEED;
-  // Tokens whose keys/values are in the cache, in order. Touched only by the thread that holds
-  // `busy` (the generation thread while one runs, else the JS thread).
-  std::vector<llama_token> tokens;
-  std::atomic<bool> busy{false};
-  // Checked by llama.cpp between graph nodes (llama_set_abort_callback) and by the generation loop.
-  std::atomic<bool> abortRequested{false};
-  ~ContextCore();
+};
+
+class ContextCore : public Stoppable, public std::enable_shared_from_this<ContextCore> {
+ public:
+  // JS thread. Creates the llama_context and starts the loop; nullptr with *error on failure.
+  static std::shared_ptr<ContextCore> Create(Napi::Env env, const std::shared_ptr<ModelCore>& model,
+                                             const ContextConfig& config, NativeError* error);
+  ~ContextCore() override;
+
+  const std::shared_ptr<ModelCore>& model() const { return model_; }
+  // Cells one sequence may use (unified or split, each sequence has this many at most, so the
+  // cache, sequences x this, never runs out).
+  uint32_t sequenceSize() const { return sequenceSize_; }
+  // Cells of the whole cache.
+  uint32_t cells() const { return cells_; }
+  uint32_t batchSize() const { return batchSize_; }
+  uint32_t sequences() const { return nSeq_; }
+  bool kvUnified() const { return kvUnified_; }
+  bool canShift() const { return canShift_; }
+  int32_t threads() const { return threads_; }
+  int32_t threadsBatch() const { return threadsBatch_; }
+  uint32_t seed() const { return seed_; }
+
+  // JS thread. -1 when every sequence is taken.
+  int32_t Acquire();
+  // JS thread: aborts its generation, forgets its cache, frees it for Acquire.
+  void ReleaseSequence(int32_t seq);
+  bool Taken(int32_t seq);
+  bool Busy(int32_t seq);
+  // JS thread; the sequence must not be generating (false otherwise).
+  bool CopyTokens(int32_t seq, std::vector<llama_token>* out);
+  bool ClearCache(int32_t seq);
+  // JS thread: queues a generation on its sequence. False when that sequence is generating.
+  bool Submit(const std::shared_ptr<GenerationJob>& job);
+
+  // Any thread: something for the loop to look at (a release, an abort).
+  void Wake();
+  // Stoppable: ends every generation (stopReason "abort") and the loop; frees the llama_context
+  // on the loop thread. Never blocks.
+  void RequestStop() override;
+  // JS thread: RequestStop, then waits (kStopTimeout at most) until the llama_context and the
+  // model reference are gone, so dispose() releases memory at once.
+  void StopAndWait();
+
+ private:
+  struct Slot {
+    std::vector<llama_token> tokens;        // KV mirror: what the cache holds for this sequence
+    bool taken = false;                     // handed out to JS
+    std::shared_ptr<GenerationJob> job;     // queued or running generation
+    // A generation of a previous owner, aborted when the sequence was released: the loop ends it
+    // (and then clears the cells) before it admits the next owner's first generation.
+    std::shared_ptr<GenerationJob> retiring;
+  };
+
+  ContextCore() = default;
+  void Loop();
+  // One step: admit, build the batch, decode, sample. Loop thread.
+  void Step(std::vector<std::shared_ptr<GenerationJob>>& active);
+  void Admit(const std::shared_ptr<GenerationJob>& job);
+  bool Shift(GenerationJob& job);
+  void Decode();
+  void SampleOne(GenerationJob& job);
+  void End(GenerationJob& job, const char* reason, NativeError error = {});
+  void FreeNative();
+  static bool AbortCallback(void* data);
+
+  std::shared_ptr<ModelCore> model_;
+  llama_context* ctx_ = nullptr;
+  ThreadPools pools_;
+  uint32_t cells_ = 0, sequenceSize_ = 0, batchSize_ = 0, nSeq_ = 1;
+  bool kvUnified_ = false, canShift_ = false;
+  int32_t threads_ = 1, threadsBatch_ = 1;
+  uint32_t seed_ = LLAMA_DEFAULT_SEED;
+
+  // Shared with the JS thread.
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<Slot> slots_;
+  std::deque<std::shared_ptr<GenerationJob>> queued_;
+  std::vector<int32_t> clears_;             // sequences whose cells the loop must drop
+  bool wake_ = false;
+  bool stopped_ = false;                    // the loop has ended and freed the llama_context
+  std::condition_variable stoppedCv_;
+  std::atomic<bool> stopRequested_{false};
+
+  // Loop thread only.
+  llama_batch batch_{};
+  std::vector<GenerationJob*> inBatch_;     // read by AbortCallback on the same thread
+  std::vector<GenerationJob*> stalled_;
+  size_t rotate_ = 0;                       // first generating job this step (fairness)
+};
+
+// What JS objects (the context, its sequences, running generations) hold: when the last one is
+// gone, disposed or garbage-collected, the context stops.
+struct ContextHandle {
+  std::shared_ptr<ContextCore> core;
+  explicit ContextHandle(std::shared_ptr<ContextCore> c) : core(std::move(c)) {}
+  ~ContextHandle() { core->RequestStop(); }
 };
 
 class ContextWrap : public Napi::ObjectWrap<ContextWrap> {
@@ -39,13 +142,15 @@ class ContextWrap : public Napi::ObjectWrap<ContextWrap> {
  private:
   Napi::Value Dispose(const Napi::CallbackInfo& info);
   Napi::Value Info(const Napi::CallbackInfo& info);
+  Napi::Value AcquireSequence(const Napi::CallbackInfo& info);
+  Napi::Value ReleaseSequence(const Napi::CallbackInfo& info);
   Napi::Value Tokens(const Napi::CallbackInfo& info);
   Napi::Value ClearCache(const Napi::CallbackInfo& info);
   Napi::Value Generate(const Napi::CallbackInfo& info);
-  const std::shared_ptr<ContextCore>& Core(Napi::Env env) const;
+  const std::shared_ptr<ContextHandle>& Handle(Napi::Env env) const;
+  int32_t SeqArg(const Napi::CallbackInfo& info, size_t i) const;
 
-  std::shared_ptr<ContextCore> core_;
-  std::weak_ptr<GenerationJob> current_;
+  std::shared_ptr<ContextHandle> handle_;
 };
 
 }  // namespace lp

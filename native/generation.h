@@ -1,6 +1,7 @@
-// One generation: prompt decode + sample/decode loop on ONE native thread (the llama.cpp caller),
-// tokens handed to JS through a thread-safe function in coalesced batches, bounded by a
-// consumption window (the thread waits when JS has not released enough tokens).
+// One generation on one sequence of a context. Its context's decode loop (context.h) advances it
+// one step at a time together with the other sequences; its tokens reach JS through its own
+// thread-safe function in coalesced batches, bounded by a consumption window: a generation whose
+// reader has not released enough tokens is skipped by the loop (the others go on) until it does.
 #pragma once
 
 #include <napi.h>
@@ -8,18 +9,18 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "common.h"
-#include "context.h"
 #include "sampling.h"
 
 namespace lp {
+
+struct ContextHandle;
+class ContextCore;
 
 struct GenerationParams {
   std::vector<llama_token> prompt;
@@ -27,6 +28,8 @@ struct GenerationParams {
   std::vector<llama_token> stopTokens;    // sorted
   std::vector<llama_token> preserved;     // sorted; always rendered as text
   bool special = false;                   // render control tokens' text in pieces
+  bool contextShift = false;              // a full sequence drops old tokens instead of stopping
+  uint32_t shiftKeep = 0;                 // ...keeping this many from its start
   uint32_t flushTokens = 16;              // hand a batch to JS after this many tokens...
   double flushMs = 5.0;                   // ...or this long after the last hand-off
   uint32_t windowTokens = 256;            // at most this many tokens produced but not released
@@ -36,56 +39,83 @@ struct GenerationStats {
   uint32_t promptTokens = 0;
   uint32_t reusedTokens = 0;
   uint32_t generatedTokens = 0;
+  uint32_t shifts = 0;                    // context shifts (tokens dropped to make room)
+  uint32_t stalledSteps = 0;              // decode steps without its next token (window or batch full)
+  double queueMs = 0;                     // from generate() until the loop took it up
   double promptMs = 0;
   double generateMs = 0;
   double sampleMs = 0;
-  std::string stopReason = "abort";
+  std::string stopReason = "abort";       // eog | stop | length | context_full | abort | error
   llama_token stopToken = LLAMA_TOKEN_NULL;
+};
+
+// Per-token data beyond the token itself, for the sampler to fill (logprobs: the chosen token's
+// and the top alternatives'). Each token carries zero or more (id, value) entries; a batch
+// hands them to JS as two flat arrays plus one end offset per token (see CallJsBatch).
+struct TokenExtra {
+  std::vector<int32_t> ids;
+  std::vector<float> values;
 };
 
 struct GenerationJob;
 void CallJsBatch(Napi::Env env, Napi::Function fn, std::shared_ptr<GenerationJob>* holder, GenerationJob* job);
 using GenerationTsfn = Napi::TypedThreadSafeFunction<std::shared_ptr<GenerationJob>, GenerationJob, CallJsBatch>;
 
-struct GenerationJob {
-  std::shared_ptr<ContextCore> context;
-  std::unique_ptr<Sampler> sampler;
+struct GenerationJob : std::enable_shared_from_this<GenerationJob> {
+  // Set on the JS thread before the job is submitted, then read-only.
+  std::shared_ptr<ContextHandle> handle;  // keeps the context running; dropped after the final batch
+  ContextCore* core = nullptr;            // lives as long as `handle`
+  int32_t seq = 0;
   GenerationParams params;
+  std::unique_ptr<Sampler> sampler;       // used and freed by the decode loop
   GenerationTsfn tsfn;
-  std::thread thread;
-  std::mutex joinMutex;               // Join() runs on a JS thread or at process exit
-  bool tsfnAlive = true;              // JS thread only
-  std::atomic<bool> threadDone{false};
+  std::chrono::steady_clock::time_point submitted;
 
-  // Shared between the generation thread and the JS thread.
+  // Decode-loop state (the loop thread only).
+  enum class Phase { Queued, Prompt, Generating, Done } phase = Phase::Queued;
+  size_t promptPos = 0;                   // prompt tokens in the cache
+  llama_token pending = LLAMA_TOKEN_NULL; // sampled, emitted, not yet decoded
+  int32_t batchIndex = -1;                // position of its logits in the current batch
+  uint32_t batchTokens = 0;               // tokens it put into the current batch
+  std::chrono::steady_clock::time_point started, generateStarted;
+  bool sampledOnce = false;
+
+  std::atomic<bool> abortRequested{false};
+  bool tsfnAlive = true;                  // JS thread only
+
+  // Shared between the loop and the JS thread.
   std::mutex mu;
-  std::condition_variable cv;
   std::vector<int32_t> outTokens;
   std::string outBytes;
   std::vector<uint32_t> outEnds;
+  TokenExtra outExtra;
+  std::vector<uint32_t> outExtraEnds;     // per token: end of its entries in outExtra
   uint64_t produced = 0;
   uint64_t released = 0;
   bool callPending = false;
+  // The thread-safe function was finalized (Node deletes it at environment teardown whatever
+  // our thread count says): no call may touch it any more.
+  bool tsfnGone = false;
   bool finished = false;
   bool finalDelivered = false;
-  GenerationStats stats;
+  GenerationStats stats;                  // complete once `finished`
   NativeError error;
   std::chrono::steady_clock::time_point lastFlush;
 
-  void Run();
-  // JS thread. Stops the loop (and a long prompt decode) soon; idempotent.
+  // Loop thread: hands one token to JS (extra may be null).
+  void Emit(llama_token token, const std::string& piece, const TokenExtra* extra);
+  // Loop thread: the generation is over; the final batch goes to JS.
+  void Finish();
+  // Loop thread: true while the reader holds `windowTokens` unreleased tokens.
+  bool WindowFull();
+  // Any thread; idempotent.
   void RequestAbort();
-  // JS thread. Waits for the native thread to end.
-  void Join();
+  // JS thread: the reader consumed `n` more tokens.
   void Release(uint64_t n);
 
  private:
-  bool Aborted() const { return context->abortRequested.load(std::memory_order_relaxed); }
-  bool DecodePrompt();
-  bool DecodeOne(llama_token token);
-  bool HandleDecodeFailure(int rc);
-  void Emit(llama_token token, const std::string& piece);
   void ScheduleCallLocked();
+  friend void CallJsBatchImpl(Napi::Env env, Napi::Function fn, GenerationJob* job);
 };
 
 class GenerationWrap : public Napi::ObjectWrap<GenerationWrap> {
@@ -102,20 +132,9 @@ class GenerationWrap : public Napi::ObjectWrap<GenerationWrap> {
   std::shared_ptr<GenerationJob> job_;
 };
 
-// JS thread: validates, builds the sampler and starts the thread. Throws ERR_BUSY,
-// ERR_GRAMMAR_INVALID, ERR_CONTEXT_FULL, ...
-Napi::Value StartGeneration(Napi::Env env, const std::shared_ptr<ContextCore>& context, Napi::Int32Array prompt,
-                            Napi::Object options, Napi::Function onBatch, std::shared_ptr<GenerationJob>* started);
-
-// Environment teardown: stop and join every generation of this environment.
-void StopAllGenerations(Napi::Env env);
-
-// Process exit (process.exit(), an uncaught exception) skips environment teardown and goes
-// straight to exit(): the threads must stop before static destructors (llama.cpp's, ggml's) run.
-// JS calls stopGenerationsForExit(processWide) from process.on("exit"); an atexit handler is the
-// fallback (it runs after statics created later than the addon's load are already gone).
-void StopAllProcessGenerations();
-void InstallExitHandler();
-Napi::Value StopGenerationsForExit(const Napi::CallbackInfo& info);
+// JS thread: reads the options of generate(seq, prompt, options, onBatch) into a job with its
+// sampler and thread-safe function; the caller submits it. Throws ERR_GRAMMAR_INVALID, ...
+std::shared_ptr<GenerationJob> CreateGeneration(Napi::Env env, const llama_vocab* vocab, uint32_t defaultSeed,
+                                                Napi::Int32Array prompt, Napi::Object options, Napi::Function onBatch);
 
 }  // namespace lp

@@ -17,13 +17,15 @@ struct LogLine {
   std::string text;
 };
 
-void CallLogger(Napi::Env env, Napi::Function fn, std::nullptr_t*, LogLine* line);
-using LoggerTsfn = Napi::TypedThreadSafeFunction<std::nullptr_t, LogLine, CallLogger>;
+struct LogSink;
+void CallLogger(Napi::Env env, Napi::Function fn, std::weak_ptr<LogSink>*, LogLine* line);
+using LoggerTsfn = Napi::TypedThreadSafeFunction<std::weak_ptr<LogSink>, LogLine, CallLogger>;
 
 struct LogSink {
   napi_env env;
   LoggerTsfn tsfn;
   int minLevel;
+  bool released = false;  // under g_sinksMutex: the function was released or finalized
 };
 
 // Process-wide by nature (llama_log_set is); a static that is never freed by hand.
@@ -49,7 +51,7 @@ int LevelFromName(const std::string& name) {
   return GGML_LOG_LEVEL_ERROR;
 }
 
-void CallLogger(Napi::Env env, Napi::Function fn, std::nullptr_t*, LogLine* line) {
+void CallLogger(Napi::Env env, Napi::Function fn, std::weak_ptr<LogSink>*, LogLine* line) {
   std::unique_ptr<LogLine> owned(line);
   if (env == nullptr || fn.IsEmpty()) return;
   try {
@@ -66,7 +68,7 @@ void OnLog(ggml_log_level level, const char* text, void*) {
   if (t_capture != nullptr) t_capture->Append(effective, text);
   std::lock_guard<std::mutex> lock(g_sinksMutex);
   for (auto& sink : g_sinks) {
-    if (effective < sink->minLevel) continue;
+    if (sink->released || effective < sink->minLevel) continue;
     auto* line = new LogLine{effective, text};
     if (sink->tsfn.NonBlockingCall(line) != napi_ok) delete line;
   }
@@ -97,7 +99,8 @@ void RemoveLoggerForEnv(napi_env env) {
   std::lock_guard<std::mutex> lock(g_sinksMutex);
   auto it = std::remove_if(g_sinks.begin(), g_sinks.end(), [&](const std::shared_ptr<LogSink>& s) {
     if (s->env != env) return false;
-    s->tsfn.Release();
+    if (!s->released) s->tsfn.Release();
+    s->released = true;
     return true;
   });
   g_sinks.erase(it, g_sinks.end());
@@ -111,7 +114,18 @@ Napi::Value SetLogger(const Napi::CallbackInfo& info) {
   auto sink = std::make_shared<LogSink>();
   sink->env = env;
   sink->minLevel = LevelFromName(levelName);
-  sink->tsfn = LoggerTsfn::New(env, info[0].As<Napi::Function>(), "llamapeg.log", 0, 1);
+  // Node deletes the function at environment teardown, before our cleanup hook runs: from its
+  // finalizer on, no thread may call it.
+  auto* weak = new std::weak_ptr<LogSink>(sink);
+  sink->tsfn = LoggerTsfn::New(env, info[0].As<Napi::Function>(), "llamapeg.log", 0, 1, weak,
+                               [](Napi::Env, void*, std::weak_ptr<LogSink>* w) {
+                                 if (auto s = w->lock()) {
+                                   std::lock_guard<std::mutex> lock(g_sinksMutex);
+                                   s->released = true;
+                                 }
+                                 delete w;
+                               },
+                               static_cast<void*>(nullptr));
   // A logger must not keep the process alive on its own.
   sink->tsfn.Unref(env);
   std::lock_guard<std::mutex> lock(g_sinksMutex);

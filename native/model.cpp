@@ -4,6 +4,7 @@
 
 #include <sys/stat.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <vector>
@@ -11,13 +12,17 @@
 #include "addon.h"
 #include "common.h"
 #include "context.h"
+#include "lifetime.h"
 #include "log.h"
+#include "rpc.h"
+#include "task.h"
 
 namespace lp {
 
 ModelCore::~ModelCore() {
   if (model != nullptr) llama_model_free(model);
   if (gguf != nullptr) gguf_free(gguf);
+  ReturnFreedMemory();
 }
 
 std::string TokenToPiece(const llama_vocab* vocab, llama_token token, bool special) {
@@ -40,6 +45,10 @@ struct LoadParams {
   int32_t gpuLayers = 0;
   bool useMmap = true;
   bool vocabOnly = false;
+  std::vector<std::string> rpcServers;  // "host:port" of ggml rpc-servers (checked by the JS side)
+  // ggml device names to place the model on (load.ts's backend choice); unset: every loaded device
+  bool hasDevices = false;
+  std::vector<std::string> devices;
 };
 
 std::string Trim(std::string s) {
@@ -98,45 +107,75 @@ NativeError PrecheckFile(const LoadParams& p, gguf_context** out) {
   return {};
 }
 
-class LoadModelWorker : public Napi::AsyncProgressWorker<float> {
+// Loads on its own thread (task.h). Stopping it (environment teardown, process exit) makes
+// llama.cpp's progress callback return false, which cancels the load between tensors.
+class LoadTask : public Task {
  public:
-  LoadModelWorker(Napi::Env env, LoadParams params, Napi::Function onProgress)
-      : Napi::AsyncProgressWorker<float>(env, "llamapeg.loadModel"), params_(std::move(params)), deferred_(env) {
+  LoadTask(LoadParams params, Napi::Env env, Napi::Function onProgress) : params_(std::move(params)) {
     if (!onProgress.IsEmpty()) onProgress_ = Napi::Persistent(onProgress);
+    (void)env;
   }
-  Napi::Promise Promise() { return deferred_.Promise(); }
 
- protected:
-  void Execute(const ExecutionProgress& progress) override {
+  void Execute() override {
     try {
       gguf_context* gguf = nullptr;
       error_ = PrecheckFile(params_, &gguf);
       if (!error_.ok()) return;
-      core_ = std::make_shared<ModelCore>();
-      core_->gguf = gguf;
-      core_->path = params_.path;
-      core_->vocabOnly = params_.vocabOnly;
+      auto core = std::make_shared<ModelCore>();
+      core->gguf = gguf;
+      core->path = params_.path;
+      core->vocabOnly = params_.vocabOnly;
 
       llama_model_params mp = llama_model_default_params();
       mp.n_gpu_layers = params_.gpuLayers;
       mp.vocab_only = params_.vocabOnly;
       if (!params_.useMmap) mp.load_mode = LLAMA_LOAD_MODE_NONE;
-      const ExecutionProgress* prog = &progress;
+      // RPC devices first (llama.cpp's --rpc order), then the backend choice's devices, or without
+      // one the local GPUs llama.cpp would pick.
+      std::vector<ggml_backend_dev_t> devices;
+      if (!params_.rpcServers.empty()) {
+        error_ = RpcDevices(params_.rpcServers, !params_.hasDevices, &devices);
+        if (!error_.ok()) {
+          core_.reset();
+          return;
+        }
+      }
+      if (params_.hasDevices) {
+        for (const std::string& name : params_.devices) {
+          ggml_backend_dev_t dev = ggml_backend_dev_by_name(name.c_str());
+          if (dev == nullptr) {
+            error_ = {"ERR_INVALID_ARGUMENT", "no loaded device is named " + name};
+            core_.reset();
+            return;
+          }
+          devices.push_back(dev);
+        }
+      }
+      if (params_.hasDevices || !params_.rpcServers.empty()) {
+        devices.push_back(nullptr);
+        mp.devices = devices.data();
+      }
       mp.progress_callback = [](float value, void* ud) {
-        static_cast<const ExecutionProgress*>(ud)->Send(&value, 1);
-        return true;
+        auto* self = static_cast<LoadTask*>(ud);
+        self->progress_.store(value);
+        self->Progress();
+        return !self->StopRequested();
       };
-      mp.progress_callback_user_data = const_cast<ExecutionProgress*>(prog);
+      mp.progress_callback_user_data = this;
 
       LogCapture capture;
       llama_model* model = llama_model_load_from_file(params_.path.c_str(), mp);
       if (model == nullptr) {
-        error_ = ClassifyLoadFailure(params_.path, capture.errors().empty() ? capture.text() : capture.errors());
-        core_.reset();
+        if (StopRequested()) {
+          error_ = {"ERR_MODEL_LOAD", "loading " + params_.path + " was cancelled"};
+        } else {
+          error_ = ClassifyLoadFailure(params_.path, capture.errors().empty() ? capture.text() : capture.errors());
+        }
         return;
       }
-      core_->model = model;
-      core_->vocab = llama_model_get_vocab(model);
+      core->model = model;
+      core->vocab = llama_model_get_vocab(model);
+      core_ = std::move(core);
     } catch (const std::exception& e) {
       error_ = {"ERR_MODEL_LOAD", std::string("loading ") + params_.path + " failed: " + e.what()};
       core_.reset();
@@ -146,41 +185,76 @@ class LoadModelWorker : public Napi::AsyncProgressWorker<float> {
     }
   }
 
-  void OnProgress(const float* data, size_t count) override {
-    if (onProgress_.IsEmpty() || count == 0) return;
-    Napi::HandleScope scope(Env());
+  void OnProgress(Napi::Env env) override {
+    if (onProgress_.IsEmpty()) return;
     try {
-      onProgress_.Call({Napi::Number::New(Env(), data[count - 1])});
+      onProgress_.Call({Napi::Number::New(env, progress_.load())});
     } catch (...) {
       // A throwing progress callback does not stop the load.
     }
   }
 
-  void OnOK() override {
-    Napi::Env env = Env();
-    Napi::HandleScope scope(env);
+  void Settle(Napi::Env env, Napi::Promise::Deferred& deferred) override {
+    onProgress_.Reset();
     if (!error_.ok()) {
-      deferred_.Reject(MakeError(env, error_.code, error_.message).Value());
+      deferred.Reject(MakeError(env, error_.code, error_.message).Value());
       return;
     }
-    try {
-      deferred_.Resolve(ModelWrap::NewInstance(env, core_));
-    } catch (const Napi::Error& e) {
-      deferred_.Reject(e.Value());
-    }
+    deferred.Resolve(ModelWrap::NewInstance(env, std::move(core_)));
   }
-
-  void OnError(const Napi::Error& e) override { deferred_.Reject(e.Value()); }
 
  private:
   LoadParams params_;
-  Napi::Promise::Deferred deferred_;
   Napi::FunctionReference onProgress_;
+  std::atomic<float> progress_{0};
   NativeError error_;
   std::shared_ptr<ModelCore> core_;
 };
 
+// Tokenizes on its own thread: a megabyte of prompt costs a few hundred milliseconds.
+class TokenizeTask : public Task {
+ public:
+  TokenizeTask(std::shared_ptr<ModelCore> model, std::string text, bool addSpecial, bool parseSpecial)
+      : model_(std::move(model)), text_(std::move(text)), addSpecial_(addSpecial), parseSpecial_(parseSpecial) {}
+  void Execute() override { error_ = TokenizeText(model_->vocab, text_, addSpecial_, parseSpecial_, &tokens_); }
+  void Settle(Napi::Env env, Napi::Promise::Deferred& deferred) override {
+    model_.reset();
+    if (!error_.ok()) {
+      deferred.Reject(MakeError(env, error_.code, error_.message).Value());
+      return;
+    }
+    Napi::Int32Array out = Napi::Int32Array::New(env, tokens_.size());
+    if (!tokens_.empty()) std::memcpy(out.Data(), tokens_.data(), tokens_.size() * sizeof(llama_token));
+    deferred.Resolve(out);
+  }
+
+ private:
+  std::shared_ptr<ModelCore> model_;
+  std::string text_;
+  bool addSpecial_;
+  bool parseSpecial_;
+  NativeError error_;
+  std::vector<llama_token> tokens_;
+};
+
 }  // namespace
+
+NativeError TokenizeText(const llama_vocab* vocab, const std::string& text, bool addSpecial, bool parseSpecial,
+                         std::vector<llama_token>* out) {
+  if (text.size() > static_cast<size_t>(INT32_MAX) - 8) return {"ERR_INVALID_ARGUMENT", "text is too long to tokenize"};
+  out->assign(text.size() + 4, 0);
+  int32_t n = llama_tokenize(vocab, text.data(), static_cast<int32_t>(text.size()), out->data(),
+                             static_cast<int32_t>(out->size()), addSpecial, parseSpecial);
+  if (n == INT32_MIN) return {"ERR_INVALID_ARGUMENT", "tokenization overflowed"};
+  if (n < 0) {
+    out->assign(static_cast<size_t>(-n), 0);
+    n = llama_tokenize(vocab, text.data(), static_cast<int32_t>(text.size()), out->data(),
+                       static_cast<int32_t>(out->size()), addSpecial, parseSpecial);
+    if (n < 0) return {"ERR_INTERNAL", "tokenization failed"};
+  }
+  out->resize(static_cast<size_t>(n));
+  return {};
+}
 
 Napi::Value LoadModel(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
@@ -194,12 +268,20 @@ Napi::Value LoadModel(const Napi::CallbackInfo& info) {
     p.gpuLayers = o.Get("gpuLayers").As<Napi::Number>().Int32Value();
     p.useMmap = o.Get("useMmap").As<Napi::Boolean>().Value();
     p.vocabOnly = o.Get("vocabOnly").As<Napi::Boolean>().Value();
+    Napi::Value rpc = o.Get("rpcServers");
+    if (rpc.IsArray()) {
+      Napi::Array a = rpc.As<Napi::Array>();
+      for (uint32_t i = 0; i < a.Length(); i++) p.rpcServers.push_back(a.Get(i).ToString().Utf8Value());
+    }
+    Napi::Value devices = o.Get("devices");
+    if (devices.IsArray()) {
+      Napi::Array list = devices.As<Napi::Array>();
+      p.hasDevices = true;
+      for (uint32_t i = 0; i < list.Length(); i++) p.devices.push_back(list.Get(i).ToString().Utf8Value());
+    }
     Napi::Function onProgress;
     if (info.Length() > 2 && info[2].IsFunction()) onProgress = info[2].As<Napi::Function>();
-    auto* worker = new LoadModelWorker(env, std::move(p), onProgress);
-    Napi::Promise promise = worker->Promise();
-    worker->Queue();
-    return promise;
+    return Task::Start(env, std::make_shared<LoadTask>(std::move(p), env, onProgress), "llamapeg.loadModel");
   });
 }
 
@@ -214,6 +296,7 @@ Napi::Function ModelWrap::Define(Napi::Env env) {
                          InstanceMethod<&ModelWrap::Metadata>("metadata"),
                          InstanceMethod<&ModelWrap::ChatTemplate>("chatTemplate"),
                          InstanceMethod<&ModelWrap::Tokenize>("tokenize"),
+                         InstanceMethod<&ModelWrap::TokenizeAsync>("tokenizeAsync"),
                          InstanceMethod<&ModelWrap::TokenPiece>("tokenPiece"),
                          InstanceMethod<&ModelWrap::Detokenize>("detokenize"),
                          InstanceMethod<&ModelWrap::IsEog>("isEog"),
@@ -235,7 +318,9 @@ ModelWrap::ModelWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<ModelWra
   if (info.Length() < 1 || !info[0].IsExternal()) {
     throw Napi::TypeError::New(info.Env(), "NativeModel cannot be constructed directly; use loadModel()");
   }
-  core_ = *info[0].As<Napi::External<std::shared_ptr<ModelCore>>>().Data();
+  // Move the reference out: the External lives until the next GC, and a copy left in it would
+  // keep the weights alive after dispose().
+  core_ = std::move(*info[0].As<Napi::External<std::shared_ptr<ModelCore>>>().Data());
 }
 
 const std::shared_ptr<ModelCore>& ModelWrap::Core(Napi::Env env) const {
@@ -355,22 +440,23 @@ Napi::Value ModelWrap::Tokenize(const Napi::CallbackInfo& info) {
   const auto& core = Core(env);
   if (info.Length() < 3 || !info[0].IsString()) throw Napi::TypeError::New(env, "tokenize(text, addSpecial, parseSpecial)");
   std::string text = info[0].As<Napi::String>().Utf8Value();
-  bool addSpecial = info[1].ToBoolean().Value();
-  bool parseSpecial = info[2].ToBoolean().Value();
-  if (text.size() > static_cast<size_t>(INT32_MAX) - 8) Throw(env, "ERR_INVALID_ARGUMENT", "text is too long to tokenize");
-  std::vector<llama_token> tokens(text.size() + 4);
-  int32_t n = llama_tokenize(core->vocab, text.data(), static_cast<int32_t>(text.size()), tokens.data(),
-                             static_cast<int32_t>(tokens.size()), addSpecial, parseSpecial);
-  if (n == INT32_MIN) Throw(env, "ERR_INVALID_ARGUMENT", "tokenization overflowed");
-  if (n < 0) {
-    tokens.resize(static_cast<size_t>(-n));
-    n = llama_tokenize(core->vocab, text.data(), static_cast<int32_t>(text.size()), tokens.data(),
-                       static_cast<int32_t>(tokens.size()), addSpecial, parseSpecial);
-    if (n < 0) Throw(env, "ERR_INTERNAL", "tokenization failed");
-  }
-  Napi::Int32Array out = Napi::Int32Array::New(env, static_cast<size_t>(n));
-  std::memcpy(out.Data(), tokens.data(), static_cast<size_t>(n) * sizeof(llama_token));
+  std::vector<llama_token> tokens;
+  NativeError err = TokenizeText(core->vocab, text, info[1].ToBoolean().Value(), info[2].ToBoolean().Value(), &tokens);
+  if (!err.ok()) Throw(env, err.code, err.message);
+  Napi::Int32Array out = Napi::Int32Array::New(env, tokens.size());
+  if (!tokens.empty()) std::memcpy(out.Data(), tokens.data(), tokens.size() * sizeof(llama_token));
   return out;
+}
+
+Napi::Value ModelWrap::TokenizeAsync(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return Guard(env, [&]() -> Napi::Value {
+    const auto& core = Core(env);
+    if (info.Length() < 3 || !info[0].IsString()) throw Napi::TypeError::New(env, "tokenizeAsync(text, addSpecial, parseSpecial)");
+    auto task = std::make_shared<TokenizeTask>(core, info[0].As<Napi::String>().Utf8Value(), info[1].ToBoolean().Value(),
+                                               info[2].ToBoolean().Value());
+    return Task::Start(env, task, "llamapeg.tokenize");
+  });
 }
 
 Napi::Value ModelWrap::TokenPiece(const Napi::CallbackInfo& info) {

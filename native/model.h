@@ -6,6 +6,9 @@
 
 #include <memory>
 #include <string>
+#include <vector>
+
+#include "common.h"
 
 #include "grammar/vocab-index.h"
 
@@ -38,6 +41,7 @@ class ModelWrap : public Napi::ObjectWrap<ModelWrap> {
   Napi::Value Metadata(const Napi::CallbackInfo& info);
   Napi::Value ChatTemplate(const Napi::CallbackInfo& info);
   Napi::Value Tokenize(const Napi::CallbackInfo& info);
+  Napi::Value TokenizeAsync(const Napi::CallbackInfo& info);
   Napi::Value TokenPiece(const Napi::CallbackInfo& info);
   Napi::Value Detokenize(const Napi::CallbackInfo& info);
   Napi::Value IsEog(const Napi::CallbackInfo& info);
@@ -48,8 +52,12 @@ class ModelWrap : public Napi::ObjectWrap<ModelWrap> {
   std::shared_ptr<ModelCore> core_;
 };
 
-// JS: loadModel(path, {gpuLayers, useMmap, vocabOnly}, onProgress?) -> Promise<NativeModel>
+// JS: loadModel(path, {gpuLayers, useMmap, vocabOnly}, onProgress?) -> Promise<NativeModel>, off the JS thread
 Napi::Value LoadModel(const Napi::CallbackInfo& info);
+
+// Tokenizes `text` into *out (any thread).
+NativeError TokenizeText(const llama_vocab* vocab, const std::string& text, bool addSpecial, bool parseSpecial,
+                         std::vector<llama_token>* out);
 
 // Renders one token into bytes (may be part of a UTF-8 character).
 std::string TokenToPiece(const llama_vocab* vocab, llama_token token, bool special);

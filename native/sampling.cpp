@@ -53,10 +53,10 @@ void Sampler::Fill(const float* logits) {
   for (int32_t i = 0; i < nVocab_; i++) d[i] = llama_token_data{i, logits[i], 0.0f};
 }
 
-llama_token Sampler::Sample(llama_context* ctx, NativeError* error) {
-  const float* logits = llama_get_logits_ith(ctx, -1);
+llama_token Sampler::Sample(llama_context* ctx, int32_t index, NativeError* error) {
+  const float* logits = llama_get_logits_ith(ctx, index);
   if (logits == nullptr) {
-    *error = {"ERR_DECODE", "llama.cpp returned no logits for the last token"};
+    *error = {"ERR_DECODE", "llama.cpp returned no logits for batch position " + std::to_string(index)};
     return LLAMA_TOKEN_NULL;
   }
   return Sample(logits, error);

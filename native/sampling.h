@@ -37,10 +37,12 @@ class Sampler {
                                          NativeError* error, grammar::VocabIndexHolder* vocabIndex = nullptr);
   ~Sampler();
 
-  // Samples from the last logits of `ctx`. Returns LLAMA_TOKEN_NULL with *error set when the
-  // grammar admits no candidate (ERR_GRAMMAR_DEAD_END).
-  llama_token Sample(llama_context* ctx, NativeError* error);
-  // The same from one row of logits (n_vocab floats), e.g. one sequence of a batch.
+  // Samples from the logits of the token at position `index` of the last batch `ctx` decoded
+  // (-1: the last one that has logits; with several sequences in one batch, each its own). Returns
+  // LLAMA_TOKEN_NULL with *error set when the grammar admits no candidate (ERR_GRAMMAR_DEAD_END).
+  llama_token Sample(llama_context* ctx, int32_t index, NativeError* error);
+  llama_token Sample(llama_context* ctx, NativeError* error) { return Sample(ctx, -1, error); }
+  // The same from one row of logits (n_vocab floats).
   llama_token Sample(const float* logits, NativeError* error);
   // Advances grammar and chain state. False with *error set when the grammar cannot take it.
   bool Accept(llama_token token, NativeError* error);

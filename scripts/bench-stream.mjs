@@ -5,11 +5,17 @@
  * the whole text after every chunk, tool-call ids, diff, header-first filter), same grammar on both
  * sides (our arena, serialized with `toJSON()`), same chunks.
  *
- *   npm run build:ts && node scripts/bench-stream.mjs [--json] [--quick] [--sizes 1000,4000,16000] [--seed N]
+ *   npm run build:ts && node scripts/bench-stream.mjs [--json] [--quick] [--sizes 1000,4000,16000] [--seed N] [--reps N] [--no-array]
  *
  * Output: synthetic (reasoning block, content, two JSON-native tool calls with long string
  * arguments holding quotes, backslashes, newlines, CJK and emoji), split into "tokens" of 1-8 bytes
- * drawn from a seeded PRNG, cutting UTF-8 characters wherever they fall.
+ * drawn from a seeded PRNG, cutting UTF-8 characters wherever they fall. A second workload (TS only,
+ * skipped with --no-array) streams one call whose argument is a long JSON array of integers, the
+ * shape where an open container collects thousands of finished children.
+ *
+ * The ratios printed at the end are the issue's goals: per-token cost at the tail of the longest
+ * stream over that of the shortest (flat = 1), the longest stream's total, and the reference's total
+ * over the session's.
  *
  * Timing: TS with process.cpuUsage() around the feeds (+ finish); C++ with the harness's per-step
  * process CPU time (`timing: true`, std::clock around parse + ids + diff, JSON not counted). Two TS
@@ -40,6 +46,7 @@ const opt = (name, dflt) => {
   return i >= 0 && i + 1 < argv.length ? argv[i + 1] : dflt;
 };
 const asJson = argv.includes("--json");
+const withArray = !argv.includes("--no-array");
 const quick = argv.includes("--quick");
 const sizes = opt("--sizes", quick ? "1000,4000" : "1000,4000,16000").split(",").map((s) => Number(s.trim()));
 const seed = Number(opt("--seed", "7"));
@@ -72,6 +79,14 @@ const TOOLS = [
       name: "write_file",
       description: "Write a file",
       parameters: { type: "object", properties: { path: { type: "string" }, content: { type: "string" } }, required: ["path", "content"] },
+    },
+  },
+  {
+    type: "function",
+    function: {
+      name: "store_values",
+      description: "Store measured values",
+      parameters: { type: "object", properties: { series: { type: "string" }, values: { type: "array", items: { type: "integer" } } }, required: ["series", "values"] },
     },
   },
   {
@@ -175,6 +190,38 @@ function makeStream(n, s) {
     at += k;
   }
   return { bytes, chunks };
+}
+
+/** `n` chunks of 1-8 bytes: a short answer, then one call whose `values` argument is a long integer array. */
+function makeArrayStream(n, s) {
+  const rand = rng(s * 104729 + n);
+  const sizesOf = Array.from({ length: n }, () => 1 + Math.floor(rand() * 8));
+  const total = sizesOf.reduce((a, b) => a + b, 0);
+  const head = `Storing the series now.\n<tool_call>\n{"name": "store_values", "arguments": {"series": "latency_us", "values": [`;
+  const tail = `]}}\n</tool_call>`;
+  let values = "";
+  let len = byteLen(head) + byteLen(tail);
+  for (let i = 0; len < total; i++) {
+    const v = `${i ? ", " : ""}${Math.floor(rand() * 100000)}`;
+    values += v;
+    len += v.length;
+  }
+  // trim to exactly `total` bytes: drop digits from the last value (keeps it an integer)
+  let text = head + values + tail;
+  while (byteLen(text) > total) {
+    values = values.slice(0, -1);
+    if (values.endsWith(" ") || values.endsWith(",")) values = values.replace(/,\s*$/, "");
+    text = head + values + tail;
+  }
+  if (byteLen(text) < total) text = head + values + " ".repeat(total - byteLen(text)) + tail;
+  const bytes = enc.encode(text);
+  const chunks = [];
+  let at = 0;
+  for (const k of sizesOf) {
+    chunks.push(bytes.subarray(at, at + k));
+    at += k;
+  }
+  return { bytes, chunks: chunks.filter((c) => c.length > 0) };
 }
 
 // ---------------------------------------------------------------- TS
@@ -312,21 +359,34 @@ function sameMessage(ts, ref) {
 // ---------------------------------------------------------------- run
 const loadBefore = loadavg();
 const rows = [];
+const arrayRows = [];
 const started = performance.now();
 {
   // warm up the JIT on a whole short stream (both variants), else the first size pays for compiling
   const warm = makeStream(1000, seed + 1).chunks;
-  for (const fresh of [false, true]) runTs(warm, 950, fresh);
+  for (let i = 0; i < 3; i++) for (const fresh of [false, true]) runTs(warm, 950, fresh);
 }
+/** More repetitions for short streams: their tail is a few hundred microseconds of CPU. */
+const repsFor = (n) => Math.max(tsReps, Math.min(15, Math.round((tsReps * 4000) / n)));
+const tailStart = (n) => n - Math.max(1, Math.ceil(n * 0.05));
+
+/**
+ * The TS session and the fresh variant, taking turns (which goes first alternates), best of each.
+ * `freshReps` 0 leaves the fresh variant out.
+ */
+async function tsPair(chunks, tailFrom, reps, freshReps = reps) {
+  const runs = { false: [], true: [] };
+  for (let i = 0; i < reps; i++) for (const fresh of i % 2 ? [true, false] : [false, true]) if (!fresh || i < freshReps) runs[fresh].push(runTs(chunks, tailFrom, fresh));
+  return { ts: await best(reps, (i) => runs.false[i]), tsFresh: freshReps > 0 ? await best(freshReps, (i) => runs.true[i]) : null };
+}
+/** The array workload's fresh re-parse is quadratic with a large constant (~60 s at 16k): measured up to 4k tokens. */
+const ARRAY_FRESH_MAX = 4000;
+
 for (const n of sizes) {
   const { bytes, chunks } = makeStream(n, seed);
-  const tailFrom = n - Math.max(1, Math.ceil(n * 0.05));
+  const tailFrom = tailStart(n);
   log(`${n} tokens (${bytes.length} bytes): TS...`);
-  // the two TS variants take turns (which goes first alternates), so neither always runs on a fresher heap
-  const tsRuns = { false: [], true: [] };
-  for (let i = 0; i < tsReps; i++) for (const fresh of i % 2 ? [true, false] : [false, true]) tsRuns[fresh].push(runTs(chunks, tailFrom, fresh));
-  const ts = await best(tsReps, (i) => tsRuns.false[i]);
-  const tsFresh = await best(tsReps, (i) => tsRuns.true[i]);
+  const { ts, tsFresh } = await tsPair(chunks, tailFrom, repsFor(n));
   log(`${n} tokens: C++...`);
   const ref = await best(refReps, () => runRef(chunks, tailFrom));
   const same = sameMessage(ts.message, ref.message) && sameMessage(tsFresh.message, ref.message);
@@ -334,12 +394,42 @@ for (const n of sizes) {
   if (ts.errors + tsFresh.errors > 0) throw new Error(`${n} tokens: the TS session reported parse errors`);
   rows.push({ tokens: n, bytes: bytes.length, ts, tsFresh, ref });
 }
+if (withArray) {
+  for (const n of sizes) {
+    const { bytes, chunks } = makeArrayStream(n, seed);
+    log(`array workload, ${n} tokens (${bytes.length} bytes): TS...`);
+    const { ts, tsFresh } = await tsPair(chunks, tailStart(chunks.length), repsFor(n), n <= ARRAY_FRESH_MAX ? repsFor(n) : 0);
+    if (ts.message.tool_calls.length !== 1 || (tsFresh !== null && !sameMessage(ts.message, { ...tsFresh.message, tool_calls: tsFresh.message.tool_calls.map((c) => c.function) }))) {
+      throw new Error(`array workload, ${n} tokens: the two TS variants disagree`);
+    }
+    if (ts.errors + (tsFresh?.errors ?? 0) > 0) throw new Error(`array workload, ${n} tokens: the TS session reported parse errors`);
+    arrayRows.push({ tokens: n, bytes: bytes.length, ts, tsFresh });
+  }
+}
 child.stdin.end();
 const loadAfter = loadavg();
 const wallS = (performance.now() - started) / 1000;
 
+// the issue's goals: flat tail (longest / shortest), the longest stream's total, reference / session
+const first = rows[0];
+const last = rows[rows.length - 1];
+/** tail per token of the longest over the shortest stream measured with `key` */
+const flat = (rs, key) => {
+  const m = rs.filter((r) => r[key] !== null);
+  return m.length > 1 ? m[m.length - 1][key].tailMsPerToken / m[0][key].tailMsPerToken : null;
+};
+const ratios = {
+  longest: last.tokens,
+  shortest: first.tokens,
+  tail_growth: { ts_session: flat(rows, "ts"), ts_fresh_reparse: flat(rows, "tsFresh"), reference: flat(rows, "ref") },
+  longest_total_ms: { ts_session: last.ts.totalMs, ts_fresh_reparse: last.tsFresh.totalMs, reference: last.ref.totalMs },
+  reference_over_session_total: last.ref.totalMs / last.ts.totalMs,
+  array_tail_growth: arrayRows.length > 1 ? { ts_session: flat(arrayRows, "ts"), ts_fresh_reparse: flat(arrayRows, "tsFresh") } : null,
+};
+
 const f = (x) => (x >= 100 ? x.toFixed(0) : x >= 10 ? x.toFixed(1) : x.toFixed(2));
-const fm = (x) => (x >= 1 ? x.toFixed(2) : x.toFixed(3));
+const fm = (x) => (x >= 1 ? x.toFixed(2) : x >= 0.01 ? x.toFixed(3) : x.toFixed(4));
+const fr = (x) => (x === null ? "n/a" : `x${x.toFixed(2)}`);
 if (asJson) {
   console.log(
     JSON.stringify(
@@ -356,6 +446,14 @@ if (asJson) {
           runs: { ts: r.ts.runs, reference: r.ref.runs },
           final_messages_equal: true,
         })),
+        array_rows: arrayRows.map((r) => ({
+          tokens: r.tokens,
+          bytes: r.bytes,
+          ts_stream_parser: { total_ms: r.ts.totalMs, tail_ms_per_token: r.ts.tailMsPerToken },
+          ts_fresh_reparse: r.tsFresh === null ? null : { total_ms: r.tsFresh.totalMs, tail_ms_per_token: r.tsFresh.tailMsPerToken },
+          runs: { ts: r.ts.runs },
+        })),
+        ratios,
       },
       null,
       2,
@@ -370,7 +468,27 @@ if (asJson) {
       `| ${r.tokens} | ${r.bytes} | ${f(r.ts.totalMs)} ms | ${f(r.tsFresh.totalMs)} ms | ${f(r.ref.totalMs)} ms${r.ref.sampled ? " (sampled)" : ""} | ${fm(r.ts.tailMsPerToken)} / ${fm(r.tsFresh.tailMsPerToken)} / ${fm(r.ref.tailMsPerToken)} ms |`,
     );
   }
+  if (arrayRows.length > 0) {
+    console.log("");
+    console.log("one call with a long integer array argument (TS only):");
+    console.log("| tokens | bytes | TS session, total | TS fresh re-parse, total | TS / TS fresh per token at the tail |");
+    console.log("| --- | --- | --- | --- | --- |");
+    for (const r of arrayRows) {
+      const fresh = r.tsFresh === null ? ["not run", "—"] : [`${f(r.tsFresh.totalMs)} ms`, fm(r.tsFresh.tailMsPerToken)];
+      console.log(`| ${r.tokens} | ${r.bytes} | ${f(r.ts.totalMs)} ms | ${fresh[0]} | ${fm(r.ts.tailMsPerToken)} / ${fresh[1]} ms |`);
+    }
+    console.log(`(the fresh re-parse of this workload runs only up to ${ARRAY_FRESH_MAX} tokens: it is quadratic, about a minute per run at 16k)`);
+  }
+  console.log("");
+  const t = ratios.tail_growth;
+  console.log(`tail per token at ${ratios.longest} / at ${ratios.shortest} tokens: TS session ${fr(t.ts_session)} (goal <= 1.5), TS fresh re-parse ${fr(t.ts_fresh_reparse)}, C++ reference ${fr(t.reference)}`);
+  if (ratios.array_tail_growth !== null) {
+    const a = arrayRows.filter((r) => r.tsFresh !== null);
+    const freshSpan = a.length > 1 ? ` (${a[a.length - 1].tokens} / ${a[0].tokens})` : "";
+    console.log(`  array workload: TS session ${fr(ratios.array_tail_growth.ts_session)}, TS fresh re-parse ${fr(ratios.array_tail_growth.ts_fresh_reparse)}${freshSpan}`);
+  }
+  console.log(`${ratios.longest}-token stream, total: TS session ${f(last.ts.totalMs)} ms (goal <= 300 ms), TS fresh ${f(last.tsFresh.totalMs)} ms, C++ ${f(last.ref.totalMs)} ms; C++ / TS session ${fr(ratios.reference_over_session_total)} (goal >= 8)`);
   const checks = rows.filter((r) => r.ref.samplingError !== null).map((r) => `${r.tokens}: ${(r.ref.samplingError * 100).toFixed(1)}%`);
-  console.log(`best of ${tsReps} TS / ${refReps} reference runs; final messages identical on both sides; wall ${wallS.toFixed(0)} s`);
+  console.log(`best of ${rows.map((r) => r.ts.runs).join("/")} TS / ${refReps} reference runs; final messages identical on both sides; wall ${wallS.toFixed(0)} s`);
   if (checks.length > 0) console.log(`"sampled" = ${WINDOW} of every ${GROUP} steps measured (last 5% in full); that estimate vs the full measurement where both exist: ${checks.join(", ")}`);
 }

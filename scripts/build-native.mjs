@@ -1,33 +1,50 @@
 #!/usr/bin/env node
-// Builds build/Release/llamapeg.node with cmake-js: vendors llama.cpp first (pinned, verified),
-// then configures once and builds incrementally (a second run after editing native/ only
-// recompiles what changed).
-//   LLAMAPEG_BACKEND=cpu|cuda|metal|vulkan   GPU backend (default: cpu; metal on macOS)
-//   LLAMAPEG_JOBS=N                          parallel compile jobs (default: CPU count)
-//   --target NAME                            build another CMake target (test/bench programs)
-//   --unless-prebuilt                        do nothing when prebuilds/<platform>-<arch>/ has a binary
-//                                            (npm install runs this; an existing build/ is reused)
-//                                            (binding.gyp's guard, for tools that call node-gyp)
-import { execFileSync } from "node:child_process";
+// Builds the addon from source with cmake-js: vendors llama.cpp first (pinned, verified), then
+// configures once and builds incrementally (a second run after editing native/ only recompiles
+// what changed). Output: <out>/Release/llamapeg.node with ggml's libraries and backend modules.
+//   LLAMAPEG_BUILD_BACKENDS=cuda,vulkan,metal  GPU backends to build besides the CPU one
+//                                              (default: none; metal on macOS)
+//   LLAMAPEG_CPU_VARIANTS=1                    every CPU variant, chosen at run time (portable;
+//                                              default: one CPU module for this machine)
+//   LLAMAPEG_JOBS=N                            parallel compile jobs (default: CPU count)
+//   --target NAME                              another CMake target (test/bench programs)
+//   --out DIR                                  build folder (default: build)
+//   --unless-prebuilt                          do nothing when a prebuilt binary for this platform is
+//                                              installed (npm install runs this; a git checkout builds)
+import { execFileSync, spawnSync } from "node:child_process";
 import { availableParallelism } from "node:os";
-import { dirname, join, resolve } from "node:path";
+import { delimiter, dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createRequire } from "node:module";
-import { existsSync, readdirSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const require = createRequire(import.meta.url);
 
 const args = process.argv.slice(2);
-const targetIndex = args.indexOf("--target");
-const target = targetIndex >= 0 ? args[targetIndex + 1] : "llamapeg";
+const option = (name, fallback) => {
+  const i = args.indexOf(name);
+  return i >= 0 && i + 1 < args.length ? args[i + 1] : fallback;
+};
+const target = option("--target", "llamapeg");
+const out = resolve(root, option("--out", "build"));
+const log = (message) => console.error(`[llamapeg build] ${message}`);
 
-if (args.includes("--unless-prebuilt")) {
-  const dir = join(root, "prebuilds", `${process.platform}-${process.arch}`);
-  if (existsSync(dir) && readdirSync(dir).some((f) => f.endsWith(".node"))) {
-    console.error(`[llamapeg build] prebuilt binary found in ${dir}; nothing to build`);
+// A git checkout is where llamapeg itself is developed: always build there (incrementally).
+if (args.includes("--unless-prebuilt") && !existsSync(join(root, ".git"))) {
+  const found = prebuilt();
+  if (found) {
+    log(`using ${found}; nothing to build`);
     process.exit(0);
   }
+  log(`no prebuilt binary for ${platformKey()} is installed: building from source`);
+}
+
+const missing = missingTools();
+if (missing.length > 0) {
+  for (const m of missing) log(m);
+  log("or install on a platform with prebuilt binaries (docs/install.md), with optional dependencies enabled.");
+  process.exit(1);
 }
 
 execFileSync(process.execPath, [join(root, "scripts", "vendor-llama.mjs")], { stdio: "inherit", cwd: root });
@@ -42,15 +59,122 @@ if (!env.npm_config_nodedir) {
 
 const cmakeJs = join(dirname(require.resolve("cmake-js/package.json")), "bin", "cmake-js");
 const jobs = process.env.LLAMAPEG_JOBS ?? String(availableParallelism());
-const backend = process.env.LLAMAPEG_BACKEND;
-const cmdArgs = ["build", "--directory", root, "--out", join(root, "build"), "--target", target, "--parallel", jobs];
-if (backend) cmdArgs.push(`--CDLLAMAPEG_BACKEND=${backend}`);
+// never empty: cmake-js drops an empty -D, and the cached list of an earlier build would stay
+const backends = (process.env.LLAMAPEG_BUILD_BACKENDS || (process.platform === "darwin" ? "metal" : "cpu")).replace(/,/g, ";");
+const variants = /^(1|on|true|yes)$/i.test(process.env.LLAMAPEG_CPU_VARIANTS ?? "") ? "ON" : "OFF";
+const cmdArgs = ["build", "--directory", root, "--out", out, "--target", target, "--parallel", jobs,
+  `--CDLLAMAPEG_BACKENDS=${backends}`, `--CDLLAMAPEG_CPU_VARIANTS=${variants}`];
 if (process.env.LLAMAPEG_DEBUG) cmdArgs.push("--debug");
-console.error(`[llamapeg build] cmake-js ${cmdArgs.join(" ")}`);
+// `cmake-js build` configures only a new folder; a changed backend list needs a configure run
+const cached = cacheValues(join(out, "CMakeCache.txt"));
+const norm = (v) => (v ?? "").toLowerCase().split(";").filter((x) => x && x !== "cpu").sort().join(";");
+if (cached && (norm(cached.LLAMAPEG_BACKENDS) !== norm(backends) || (cached.LLAMAPEG_CPU_VARIANTS ?? "OFF").toUpperCase() !== variants)) {
+  log(`reconfiguring ${out}: backends ${cached.LLAMAPEG_BACKENDS || "cpu"} -> ${backends}, CPU variants ${cached.LLAMAPEG_CPU_VARIANTS} -> ${variants}`);
+  try {
+    execFileSync(process.execPath, [cmakeJs, "configure", ...cmdArgs.slice(1)], { stdio: "inherit", cwd: root, env });
+  } catch (error) {
+    log(`configuring failed (${error.status ?? error.message}); the message is above.`);
+    process.exit(1);
+  }
+}
+log(`cmake-js ${cmdArgs.join(" ")}`);
 try {
   execFileSync(process.execPath, [cmakeJs, ...cmdArgs], { stdio: "inherit", cwd: root, env });
 } catch (error) {
-  console.error(`[llamapeg build] the native build failed (${error.status ?? error.message}).`);
-  console.error("[llamapeg build] needs: cmake >= 3.19, a C++17 compiler, git; retry with `npm run build:native`.");
+  log(`the native build failed (${error.status ?? error.message}); the compiler's message is above.`);
+  log("needs: cmake >= 3.19, a C++17 compiler, git; retry with `npm run build:native` (in the package folder)");
   process.exit(1);
+}
+
+// ---------------------------------------------------------------------------------------------
+
+/** The LLAMAPEG_* entries of a CMake cache, or undefined when the folder is not configured. */
+function cacheValues(file) {
+  if (!existsSync(file)) return undefined;
+  const values = {};
+  for (const line of readFileSync(file, "utf8").split("\n")) {
+    const m = /^(LLAMAPEG_[A-Z_]+):[A-Z]+=(.*)$/.exec(line);
+    if (m) values[m[1]] = m[2];
+  }
+  return values;
+}
+
+/** The platform packages' name stem, as lib/native/load.ts computes it. */
+function platformKey() {
+  let libc = "";
+  if (process.platform === "linux") {
+    const report = process.report?.getReport();
+    if (!report?.header?.glibcVersionRuntime) libc = "musl";
+  }
+  return `${process.platform === "linux" && libc ? "linuxmusl" : process.platform}-${process.arch}`;
+}
+
+/** Where a loadable binary already is: the platform package, or a build in this package. */
+function prebuilt() {
+  try {
+    const dir = dirname(require.resolve(`@llamapeg/${platformKey()}/package.json`));
+    if (existsSync(join(dir, "llamapeg.node"))) return `@llamapeg/${platformKey()}`;
+  } catch {
+    // not installed
+  }
+  const dir = join(root, "prebuilds", `${process.platform}-${process.arch}`);
+  return existsSync(join(dir, "llamapeg.node")) ? dir : undefined;
+}
+
+function onPath(name) {
+  const exts = process.platform === "win32" ? (process.env.PATHEXT ?? ".EXE;.CMD;.BAT").split(";") : [""];
+  for (const dir of (process.env.PATH ?? "").split(delimiter)) {
+    if (!dir) continue;
+    for (const ext of exts) {
+      const file = join(dir, name + ext);
+      try {
+        if (statSync(file).isFile()) return file;
+      } catch {
+        // not here
+      }
+    }
+  }
+  return undefined;
+}
+
+/** What the build needs and cannot find: one message naming the tools and the fix (plus one per GPU backend). */
+function missingTools() {
+  const problems = [];
+  const tools = [];
+  const install = {
+    linux: "sudo apt install cmake g++ make git (Debian/Ubuntu) or sudo dnf install cmake gcc-c++ make git (Fedora)",
+    darwin: "xcode-select --install, then brew install cmake",
+    win32: "Visual Studio 2022 with \"Desktop development with C++\" (it includes cmake), and Git for Windows",
+  }[process.platform] ?? "your system's cmake, C++ compiler, make and git packages";
+  const cmake = onPath("cmake");
+  if (!cmake) {
+    if (process.platform !== "win32") tools.push("cmake (>= 3.19)");
+  } else {
+    const r = spawnSync(cmake, ["--version"], { encoding: "utf8" });
+    const m = /cmake version (\d+)\.(\d+)/.exec(r.stdout ?? "");
+    if (m && (Number(m[1]) < 3 || (Number(m[1]) === 3 && Number(m[2]) < 19))) tools.push(`cmake >= 3.19 (found ${m[1]}.${m[2]})`);
+  }
+  if (process.platform !== "win32") {
+    const cxx = process.env.CXX ? onPath(process.env.CXX) ?? (existsSync(process.env.CXX) ? process.env.CXX : undefined) : onPath("c++") ?? onPath("g++") ?? onPath("clang++");
+    if (!cxx) tools.push(process.env.CXX ? `the C++ compiler CXX=${process.env.CXX}` : "a C++17 compiler (c++, g++ or clang++)");
+    if (!onPath("ninja") && !onPath("make")) tools.push("make (or ninja)");
+  }
+  const pin = join(root, "vendor", "llama.cpp", "include", "llama.h");
+  if (!process.env.LLAMA_CPP_DIR && !existsSync(pin) && !onPath("git")) tools.push("git (it unpacks the pinned llama.cpp sources)");
+  if (tools.length > 0) {
+    problems.push(`cannot build llamapeg from source for ${platformKey()}: ${tools.join(", ")} ${tools.length > 1 ? "are" : "is"} not on PATH. Install: ${install}`);
+  }
+  const wanted = (process.env.LLAMAPEG_BUILD_BACKENDS ?? "").toLowerCase().split(/[,;]/).map((b) => b.trim());
+  if (wanted.includes("vulkan")) {
+    if (!onPath("glslc")) problems.push("LLAMAPEG_BUILD_BACKENDS=vulkan needs glslc (the shader compiler) on PATH: apt install glslc libvulkan-dev spirv-headers, or the Vulkan SDK (VULKAN_SDK)");
+  }
+  if (wanted.includes("cuda")) {
+    const cudaHome = process.env.CUDA_PATH ?? process.env.CUDA_HOME ?? (process.platform === "win32" ? undefined : "/usr/local/cuda");
+    if (!onPath("nvcc") && !(cudaHome && existsSync(join(cudaHome, "bin", process.platform === "win32" ? "nvcc.exe" : "nvcc")))) {
+      problems.push("LLAMAPEG_BUILD_BACKENDS=cuda needs the CUDA toolkit (nvcc, and cuBLAS): https://developer.nvidia.com/cuda-downloads, or your distribution's nvidia-cuda-toolkit");
+    } else if (cudaHome && existsSync(join(cudaHome, "include")) && !existsSync(join(cudaHome, "include", "cublas_v2.h"))) {
+      problems.push(`LLAMAPEG_BUILD_BACKENDS=cuda: ${cudaHome} has nvcc but no cuBLAS (include/cublas_v2.h), which ggml's CUDA backend links; install the toolkit's cuBLAS (libcublas-dev / cuda-libraries-dev)`);
+    }
+  }
+  return problems;
 }

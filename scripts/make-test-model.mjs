@@ -3,7 +3,8 @@
 //   node scripts/make-test-model.mjs [--size tiny|small] [--out file.gguf] [--seed N]
 //     [--n-embd N] [--n-layer N] [--n-head N] [--n-head-kv N] [--n-ff N] [--context-length N]
 //     [--rope-freq-base F] [--weight-type f16|f32] [--logit-scale F] [--tie-output]
-// Without --out it fills the cache (LLAMAPEG_CACHE_DIR or .cache/models) and prints the path.
+// Without --out it fills the cache (<cache>/models: LLAMAPEG_CACHE_DIR or the user cache folder,
+// lib/paths.ts) and prints the path. Works from an installed package (node_modules/llamapeg).
 import { existsSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";

@@ -10,11 +10,13 @@ import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { cacheDir as userCacheDir } from "./paths.mjs";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const pin = JSON.parse(readFileSync(join(root, "vendor", "llama.cpp.json"), "utf8"));
 const target = join(root, "vendor", "llama.cpp");
-const cacheDir = process.env.LLAMAPEG_CACHE_DIR ?? join(root, ".cache");
+// the npm tarball of the pinned release, kept in the user's cache (never the package folder)
+const cacheDir = join(userCacheDir(), "vendor");
 
 function fail(message) {
   console.error(`[llamapeg vendor] ${message}`);

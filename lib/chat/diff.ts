@@ -12,6 +12,7 @@
  */
 import { LlamapegError } from "../errors.js";
 import type { AssistantMessage, ChatDelta, ToolCall, ToolCallDelta } from "./messages.js";
+import { CHANGED, type FieldChange, type FieldView, GREW, SAME, SHRANK, compareFields } from "./text-fields.js";
 
 function growth(prev: string, next: string, field: string): string {
   if (prev === "") return next;
@@ -19,7 +20,11 @@ function growth(prev: string, next: string, field: string): string {
   // The reference tolerates a shrink to a prefix: the previous frame ended on a partial stop
   // word that the current one erased. Nothing to send.
   if (prev.startsWith(next)) return "";
-  throw new LlamapegError(
+  throw notAPrefix(prev, next, field);
+}
+
+function notAPrefix(prev: string, next: string, field: string): LlamapegError {
+  return new LlamapegError(
     "ERR_CHAT_DIFF",
     `${field} changed in a way a stream cannot express: ${JSON.stringify(clip(prev))} is not a prefix of ${JSON.stringify(clip(next))}`,
     { where: field },
@@ -59,6 +64,12 @@ export function diffMessages(prev: AssistantMessage, next: AssistantMessage): Ch
     const d = growth(prev.content, next.content, "content");
     if (d !== "") deltas.push({ content: d });
   }
+  diffToolCalls(prev, next, deltas, (p, n, where) => growth(p.function.arguments, n.function.arguments, where));
+  return deltas;
+}
+
+/** The tool-call part of a diff; `argsGrowth` gives the arguments delta of the last previous call. */
+function diffToolCalls(prev: AssistantMessage, next: AssistantMessage, deltas: ChatDelta[], argsGrowth: (p: ToolCall, n: ToolCall, where: string) => string): void {
   const prevCalls = prev.tool_calls;
   const nextCalls = next.tool_calls;
   if (nextCalls.length < prevCalls.length) {
@@ -80,7 +91,7 @@ export function diffMessages(prev: AssistantMessage, next: AssistantMessage): Ch
         where: `${where}.function.name`,
       });
     }
-    const args = growth(p.function.arguments, n.function.arguments, `${where}.function.arguments`);
+    const args = argsGrowth(p, n, `${where}.function.arguments`);
     const headerChanged = p.id !== n.id || pn !== nn;
     if (args !== "" || headerChanged) {
       const d: ToolCallDelta = headerChanged ? toolCallDelta(idx, n, args) : { index: idx, function: { arguments: args } };
@@ -90,8 +101,76 @@ export function diffMessages(prev: AssistantMessage, next: AssistantMessage): Ch
   for (let idx = prevCalls.length; idx < nextCalls.length; idx++) {
     deltas.push({ tool_calls: [toolCallDelta(idx, nextCalls[idx]!)] });
   }
+}
+
+/** A message's fields as the streaming mapper built them (see text-fields.ts): what `diffViews` compares. */
+export interface MessageView {
+  readonly reasoning: FieldView;
+  readonly content: FieldView;
+  readonly calls: readonly { readonly name: string; readonly args: FieldView }[];
+}
+
+/** How each field of a streamed message relates to the same field in the previous frame. */
+export interface MessageChange {
+  readonly reasoning: FieldChange;
+  readonly content: FieldChange;
+  /** arguments of the calls both frames have, by index */
+  readonly args: readonly FieldChange[];
+}
+
+/**
+ * Compares two frames' views field by field. Its cost follows what changed (segment lists), not the
+ * length of the message; `diffChange` and `changeProblem` then give what `diffMessages` and the
+ * session's extension check give on the messages' texts.
+ */
+export function compareViews(prev: MessageView, next: MessageView): MessageChange {
+  const n = Math.min(prev.calls.length, next.calls.length);
+  const args: FieldChange[] = new Array<FieldChange>(n);
+  for (let i = 0; i < n; i++) args[i] = compareFields(prev.calls[i]!.args, next.calls[i]!.args);
+  return { reasoning: compareFields(prev.reasoning, next.reasoning), content: compareFields(prev.content, next.content), args };
+}
+
+function changeGrowth(c: FieldChange, prev: string, next: string, field: string): string {
+  if (c.status === GREW) return c.delta;
+  if (c.status === CHANGED) throw notAPrefix(prev, next, field);
+  return "";
+}
+
+/** `diffMessages(prev, next)` for two frames whose fields `change` compares (same deltas, same errors). */
+export function diffChange(prev: AssistantMessage, next: AssistantMessage, change: MessageChange): ChatDelta[] {
+  const deltas: ChatDelta[] = [];
+  const r = changeGrowth(change.reasoning, prev.reasoning_content, next.reasoning_content, "reasoning_content");
+  if (r !== "") deltas.push({ reasoning_content: r });
+  const c = changeGrowth(change.content, prev.content, next.content, "content");
+  if (c !== "") deltas.push({ content: c });
+  diffToolCalls(prev, next, deltas, (p, n, where) => changeGrowth(change.args[prev.tool_calls.length - 1]!, p.function.arguments, n.function.arguments, where));
   return deltas;
 }
+
+/**
+ * Why `next` cannot be streamed after `prev` (null when it can): every text only grows, no call is
+ * lost, earlier calls stay as they were and the last one only grows its arguments. Stricter than
+ * `diffMessages`, which lets a field shrink to a prefix (a client that got the longer text keeps it).
+ */
+export function extensionProblem(prev: AssistantMessage, next: AssistantMessage, change?: MessageChange): string | null {
+  const grows = (c: FieldChange | undefined, p: string, n: string): boolean => (c === undefined ? n.startsWith(p) : c.status === SAME || c.status === GREW);
+  if (!grows(change?.reasoning, prev.reasoning_content, next.reasoning_content)) return "reasoning_content changed";
+  if (!grows(change?.content, prev.content, next.content)) return "content changed";
+  const pc = prev.tool_calls;
+  const nc = next.tool_calls;
+  if (nc.length < pc.length) return "fewer tool calls";
+  for (let i = 0; i < pc.length; i++) {
+    const p = pc[i]!.function;
+    const n = nc[i]!.function;
+    const a = change?.args[i];
+    // Earlier calls must be unchanged; the last one may only grow.
+    const argsOk = i < pc.length - 1 ? (a === undefined ? p.arguments === n.arguments : a.status === SAME) : grows(a, p.arguments, n.arguments);
+    if (!argsOk || p.name !== n.name) return `tool call ${i} changed`;
+  }
+  return null;
+}
+
+export { SAME, GREW, SHRANK, CHANGED };
 
 /**
  * Replays deltas onto a message (the client's view of a stream). Used by tests and by callers that

@@ -59,6 +59,11 @@ const FORMAT_MAPPERS: Readonly<Record<string, (ast: FormatAstView) => AssistantM
   "peg-minimax-m3": mapMinimaxM3Ast,
 };
 
+/** Whether the plan's format rebuilds messages with its own mapper instead of `mapChatAst`. */
+export function hasFormatMapper(format: string): boolean {
+  return Object.hasOwn(FORMAT_MAPPERS, format);
+}
+
 function formatView(ast: PegAst, view: ReturnType<typeof mapperView>): FormatAstView {
   return {
     roots: ast.roots,
@@ -91,12 +96,14 @@ export function runChatParser(plan: ChatPlan, input: Uint8Array, partial: boolea
     message.content = decodeRange(input, skip, input.length, partial);
     return { message, result: null, consumed: input.length };
   }
-  let result = (using ?? plan.parser).parse(input, { partial });
+  // Stray invalid UTF-8 in a model's output reads as U+FFFD instead of failing the parse (the
+  // reference fails, and a tool call after the stray byte would become content).
+  let result = (using ?? plan.parser).parse(input, { partial, lossyUtf8: true });
   if (!partial && result.type === "fail") {
     // The reference parses a finished output leniently as well. An output that ends cleanly where
     // the format could go on is a finished answer: a plain reply where tool calls were allowed, a
     // reasoning block the model never closed. A tool call cut short is not; it stays a failure.
-    const lenient = plan.parser.parse(input, { partial: true });
+    const lenient = plan.parser.parse(input, { partial: true, lossyUtf8: true });
     if (lenient.type === "need_more_input" && !endsInsideToolCall(lenient.ast)) {
       const view = mapperView(lenient.ast, input, false);
       const special = FORMAT_MAPPERS[plan.format];

@@ -3,10 +3,13 @@
  * `parser` and `grammar` come from one PEG tree: the tree parses, its GBNF export constrains sampling.
  */
 import type { PegParseOptions, PegParseResult } from "../peg/parse.js";
+import type { PromptSegment } from "./prompt.js";
 
 /** Parses one input (a `PegArena`, or the incremental parser it hands out). */
 export interface ChatInputParser {
   parse(input: string | Uint8Array, options?: PegParseOptions): PegParseResult;
+  /** Parses the previous input followed by `piece` (a `PegStreamParser`: no re-check of the previous input). */
+  extend?(piece: Uint8Array, options?: PegParseOptions): PegParseResult;
 }
 
 /** The part of a PEG arena the chat layer uses (a `PegArena` satisfies it). */
@@ -27,6 +30,12 @@ export type GrammarTrigger =
 export interface ChatPlan {
   /** The rendered prompt. */
   prompt: string;
+  /**
+   * Which stretches of `prompt` are message text (content, tool results, tool descriptions,
+   * history): tokenize them without special-token parsing (`tokenizeChatPrompt`). Absent: the
+   * prompt was not rendered from messages (all template text).
+   */
+  promptSegments?: PromptSegment[];
   /** Which output format the parser implements (for diagnostics; e.g. "peg-native", "content-only"). */
   format: string;
   /** GBNF constraining generation; "" for none. */

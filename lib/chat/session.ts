@@ -14,11 +14,13 @@
  */
 import { randomBytes } from "node:crypto";
 import { LlamapegError, type LlamapegErrorCode } from "../errors.js";
-import { diffMessages, toolCallDelta } from "./diff.js";
+import { type MessageChange, compareViews, diffChange, diffMessages, extensionProblem, toolCallDelta } from "./diff.js";
 import { ChatInput } from "./input.js";
 import { cloneAssistantMessage, emptyAssistantMessage, type AssistantMessage, type ChatDelta, type ToolCallDelta } from "./messages.js";
-import { completeUtf8Prefix, endsInsideToolCall, runChatParser } from "./parse.js";
+import { completeUtf8Prefix, endsInsideToolCall, hasFormatMapper, runChatParser } from "./parse.js";
 import type { ChatInputParser, ChatPlan } from "./plan.js";
+import { ContentStream, type StreamFrame, StreamMapper } from "./stream-mapper.js";
+import { GREW, SAME } from "./text-fields.js";
 
 export interface ChatParseErrorEvent {
   type: "parse_error";
@@ -60,20 +62,7 @@ function randomToolCallId(): string {
  * lets a field shrink to a prefix: a client that already got the longer text would keep it.
  */
 function notAnExtension(prev: AssistantMessage, next: AssistantMessage): string | null {
-  if (!next.reasoning_content.startsWith(prev.reasoning_content)) return "reasoning_content changed";
-  if (!next.content.startsWith(prev.content)) return "content changed";
-  const pc = prev.tool_calls;
-  const nc = next.tool_calls;
-  if (nc.length < pc.length) return "fewer tool calls";
-  for (let i = 0; i < pc.length; i++) {
-    const p = pc[i]!.function;
-    const n = nc[i]!.function;
-    // Earlier calls must be unchanged; the last one may only grow.
-    if (i < pc.length - 1 ? p.arguments !== n.arguments || p.name !== n.name : !n.arguments.startsWith(p.arguments) || p.name !== n.name) {
-      return `tool call ${i} changed`;
-    }
-  }
-  return null;
+  return extensionProblem(prev, next);
 }
 
 function isEmpty(m: AssistantMessage): boolean {
@@ -81,6 +70,10 @@ function isEmpty(m: AssistantMessage): boolean {
 }
 
 const decoder = new TextDecoder("utf-8");
+const encoder = new TextEncoder();
+
+/** Partial parses while streaming: stray invalid UTF-8 reads as U+FFFD (see `lossyUtf8`). */
+const STREAM_PARSE = { partial: true, lossyUtf8: true } as const;
 
 export class ChatSession {
   readonly plan: ChatPlan;
@@ -90,6 +83,10 @@ export class ChatSession {
   private readonly generateId: (index: number) => string;
   /** Reuses the previous frame's parse work (the arena's stream parser), when the arena has one. */
   private readonly streamParser: ChatInputParser | null;
+  /** Maps each streamed frame from where the previous one left off (plans the generic mapper reads). */
+  private readonly streamMapper: StreamMapper | ContentStream | null;
+  /** Input bytes the stream parser holds (it is given only the bytes after them). */
+  private streamParsed = 0;
   private readonly ids: string[] = [];
   private readonly headerSent: boolean[] = [];
   private message: AssistantMessage = emptyAssistantMessage();
@@ -107,6 +104,12 @@ export class ChatSession {
     this.consumed = this.promptLength;
     this.generateId = options.generateToolCallId ?? randomToolCallId;
     this.streamParser = typeof plan.parser?.streamParser === "function" ? plan.parser.streamParser() : null;
+    this.streamMapper =
+      plan.parser === null
+        ? new ContentStream(encoder.encode(plan.generationPrompt).length)
+        : this.streamParser !== null && !hasFormatMapper(plan.format)
+          ? new StreamMapper()
+          : null;
   }
 
   /** The message so far. */
@@ -140,12 +143,15 @@ export class ChatSession {
     const events: ChatEvent[] = [];
     let next: AssistantMessage;
     let consumed: number;
+    let change: MessageChange | null = null;
     if (this.fallbackFrom >= 0) {
-      ({ next, consumed } = this.fallbackMessage(partial));
+      ({ next, consumed, change } = this.fallbackMessage(partial));
     } else {
       let outcome: ReturnType<typeof runChatParser> | null = null;
+      let frame: StreamFrame | null = null;
       try {
-        outcome = runChatParser(this.plan, this.input.bytes, partial, partial ? this.streamParser : null);
+        if (partial && this.streamMapper !== null) ({ outcome, frame } = this.streamStep());
+        else outcome = runChatParser(this.plan, this.input.bytes, partial, partial ? this.streamParser : null);
       } catch (e) {
         // A parser bug or an exhausted stack must not break the stream either.
         this.startFallback(events, "ERR_CHAT_PARSE", this.consumed, `parser error: ${(e as Error).message}`);
@@ -172,13 +178,32 @@ export class ChatSession {
         this.startFallback(events, "ERR_CHAT_PARSE", outcome.result.end, `the output does not match the ${this.plan.format} format`);
       }
       if (outcome === null || this.fallbackFrom >= 0) {
-        ({ next, consumed } = this.fallbackMessage(partial));
+        ({ next, consumed, change } = this.fallbackMessage(partial));
       } else {
         next = outcome.message;
         consumed = outcome.consumed;
+        // the mapper compared this frame with its previous one: usable when that is the one sent
+        if (frame !== null && frame.previous !== null && frame.previous.message === this.message) change = compareViews(frame.previous.view, frame.view);
       }
     }
-    return this.emit(next, consumed, partial, events);
+    return this.emit(next, consumed, partial, events, change);
+  }
+
+  /** A partial frame through the stream parser and the stream mapper (work proportional to what changed). */
+  private streamStep(): { outcome: ReturnType<typeof runChatParser>; frame: StreamFrame | null } {
+    const bytes = this.input.bytes;
+    const sm = this.streamMapper!;
+    if (sm instanceof ContentStream) {
+      const frame = sm.map(bytes, true);
+      return { outcome: { message: frame.message, result: null, consumed: frame.consumed }, frame };
+    }
+    const sp = this.streamParser!;
+    const result = sp.extend !== undefined ? sp.extend(bytes.subarray(this.streamParsed), STREAM_PARSE) : sp.parse(bytes, STREAM_PARSE);
+    this.streamParsed = bytes.length;
+    // a failed parse ends the parsed part of the stream (step() falls back to content)
+    if (result.type === "fail") return { outcome: { message: emptyAssistantMessage(), result, consumed: 0 }, frame: null };
+    const frame = sm.map(result.ast, bytes, true);
+    return { outcome: { message: frame.message, result, consumed: frame.consumed }, frame };
   }
 
   private startFallback(events: ChatEvent[], code: LlamapegErrorCode, pos: number, message: string): void {
@@ -189,25 +214,33 @@ export class ChatSession {
   }
 
   /** The last good message with every byte after what it covered appended as content. */
-  private fallbackMessage(partial: boolean): { next: AssistantMessage; consumed: number } {
+  private fallbackMessage(partial: boolean): { next: AssistantMessage; consumed: number; change: MessageChange } {
     const bytes = this.input.bytes;
     const end = partial ? completeUtf8Prefix(bytes, bytes.length) : bytes.length;
     const next = cloneAssistantMessage(this.message);
     // Only the new bytes are decoded: the cost per piece does not grow with the output.
+    let added = "";
     if (end > this.fallbackDecoded) {
-      next.content += decoder.decode(bytes.subarray(this.fallbackDecoded, end));
+      added = decoder.decode(bytes.subarray(this.fallbackDecoded, end));
+      next.content += added;
       this.fallbackDecoded = end;
     }
-    return { next, consumed: end };
+    const same = { status: SAME, delta: "" } as const;
+    const change: MessageChange = {
+      reasoning: same,
+      content: added === "" ? same : { status: GREW, delta: added },
+      args: next.tool_calls.map(() => same),
+    };
+    return { next, consumed: end, change };
   }
 
-  private emit(next: AssistantMessage, consumed: number, partial: boolean, events: ChatEvent[]): ChatFrame {
+  private emit(next: AssistantMessage, consumed: number, partial: boolean, events: ChatEvent[], change: MessageChange | null = null): ChatFrame {
     if (isEmpty(next) && !isEmpty(this.message)) {
       // Like the reference server: an empty parse keeps the last message.
       return { message: this.message, deltas: [], events };
     }
     this.assignIds(next);
-    const problem = notAnExtension(this.message, next);
+    const problem = change !== null ? extensionProblem(this.message, next, change) : notAnExtension(this.message, next);
     if (problem !== null) {
       if (partial) {
         // Some grammars flicker on partial input (an atomic part drops a call for a byte or two).
@@ -224,9 +257,10 @@ export class ChatSession {
       this.fallbackFrom = this.consumed;
       this.fallbackDecoded = this.consumed;
       const fb = this.fallbackMessage(false);
-      return this.emit(fb.next, fb.consumed, false, events);
+      return this.emit(fb.next, fb.consumed, false, events, fb.change);
     }
-    const deltas = this.orderToolDeltas(diffMessages(this.message, next), next, partial);
+    const raw = change !== null ? diffChange(this.message, next, change) : diffMessages(this.message, next);
+    const deltas = this.orderToolDeltas(raw, next, partial);
     this.message = next;
     this.consumed = consumed;
     return { message: next, deltas, events };

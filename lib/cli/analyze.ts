@@ -11,8 +11,13 @@ import { LlamapegError } from "../errors.js";
 import { getGgufNumber, getGgufString, ggufValueToJs, readGgufFileSync } from "../gguf/index.js";
 import { buildCompletionPlan } from "../openai/plan.js";
 import { normalizeChatRequest } from "../openai/request.js";
-import { parseFlags } from "./args.js";
+import { parseFlags, stringFlag } from "./args.js";
 import { DEMO_TOOLS } from "./demo-tools.js";
+import { ggufModelFacts, summarizeModel, type ModelFacts } from "./model-summary.js";
+import { readToolsFile } from "./tools-file.js";
+import { UsageError } from "./usage-error.js";
+
+export const ANALYZE_SUMMARY = "a chat template's analysis and the grammar for a tool set";
 
 export const ANALYZE_USAGE = `llamapeg analyze <template.jinja | model.gguf> [options]
   --template-name NAME  a named template of the GGUF (e.g. tool_use)
@@ -25,6 +30,8 @@ interface TemplateSource {
   template: string;
   bos: string;
   eos: string;
+  /** For a GGUF: what the header says about the model. */
+  model?: ModelFacts;
 }
 
 function tokenText(tokens: unknown, id: number | undefined): string {
@@ -36,7 +43,8 @@ export function readTemplateSource(path: string, name?: string): TemplateSource 
     try {
       return { template: readFileSync(path, "utf8"), bos: "", eos: "" };
     } catch (e) {
-      throw new LlamapegError("ERR_INVALID_ARGUMENT", `cannot read ${path}: ${(e as Error).message}`, { where: path });
+        const why = (e as NodeJS.ErrnoException).code === "ENOENT" ? "no such file" : (e as Error).message;
+      throw new LlamapegError("ERR_INVALID_ARGUMENT", `cannot read ${path}: ${why}`, { where: path });
     }
   }
   const file = readGgufFileSync(path);
@@ -49,26 +57,31 @@ export function readTemplateSource(path: string, name?: string): TemplateSource 
     template,
     bos: tokenText(tokens, getGgufNumber(file, "tokenizer.ggml.bos_token_id")),
     eos: tokenText(tokens, getGgufNumber(file, "tokenizer.ggml.eos_token_id")),
+    model: ggufModelFacts(file, path),
   };
 }
 
 export async function analyzeCommand(argv: string[]): Promise<void> {
-  const { values, positionals } = parseFlags(argv, {
-    "template-name": { type: "string" },
-    tools: { type: "string" },
-    "tool-choice": { type: "string" },
-    "calls-only": { type: "boolean" },
-    json: { type: "boolean" },
-    help: { type: "boolean", short: "h" },
-  });
-  if (values.help || positionals.length !== 1) {
+  const { values, positionals } = parseFlags(
+    argv,
+    {
+      "template-name": { type: "string" },
+      tools: { type: "string" },
+      "tool-choice": { type: "string" },
+      "calls-only": { type: "boolean" },
+      json: { type: "boolean" },
+      help: { type: "boolean", short: "h" },
+    },
+    "analyze",
+  );
+  if (values.help) {
     console.log(ANALYZE_USAGE);
-    if (!values.help) process.exitCode = 2;
     return;
   }
-  const src = readTemplateSource(positionals[0]!, values["template-name"] as string | undefined);
-  const tools: ChatTool[] =
-    values.tools === undefined ? DEMO_TOOLS : values.tools === "none" ? [] : (JSON.parse(readFileSync(values.tools as string, "utf8")) as ChatTool[]);
+  if (positionals.length !== 1) throw new UsageError(positionals.length === 0 ? "expected a template or GGUF file" : `expected one file (got ${positionals.length})`, "analyze");
+  const src = readTemplateSource(positionals[0]!, stringFlag(values, "template-name"));
+  const toolsPath = stringFlag(values, "tools");
+  const tools: ChatTool[] = toolsPath === undefined ? DEMO_TOOLS : readToolsFile(toolsPath);
   const choice = (values["tool-choice"] as string | undefined) ?? "auto";
   const toolChoice = ["auto", "required", "none"].includes(choice) ? choice : { type: "function", function: { name: choice } };
   const analysis = analyzeTemplate(src.template, { bosToken: src.bos, eosToken: src.eos });
@@ -80,11 +93,12 @@ export async function analyzeCommand(argv: string[]): Promise<void> {
   const plan = buildCompletionPlan(src.template, request, { bos: src.bos, eos: src.eos });
   if (values.json === true) {
     const { parsers: _parsers, ...record } = plan.record();
-    console.log(JSON.stringify({ analysis, plan: { ...record, warnings: plan.warnings } }, null, 2));
+    console.log(JSON.stringify({ ...(src.model !== undefined ? { model: src.model } : {}), analysis, plan: { ...record, warnings: plan.warnings } }, null, 2));
     return;
   }
   const t = analysis.tools.format;
   const lines = [
+    ...(src.model !== undefined ? [`model         ${summarizeModel(src.model)}`] : []),
     `template      sha256 ${analysis.templateHash.slice(0, 16)}…`,
     `turns         user ${JSON.stringify(analysis.userStart)} · assistant ${JSON.stringify(analysis.assistantStart)}`,
     `reasoning     ${analysis.reasoning.mode}${analysis.reasoning.mode !== "none" ? ` ${JSON.stringify(analysis.reasoning.start)} … ${JSON.stringify(analysis.reasoning.end)}` : ""}`,

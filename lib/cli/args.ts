@@ -1,35 +1,42 @@
-/** Command-line parsing on node:util's parseArgs, with errors that name the flag. */
+/** Command-line parsing on node:util's parseArgs; every problem is a UsageError (exit 2) naming the flag. */
 import { parseArgs, type ParseArgsConfig } from "node:util";
 
-import { LlamapegError } from "../errors.js";
+import { UsageError } from "./usage-error.js";
 
 export type Flags = NonNullable<ParseArgsConfig["options"]>;
+export type FlagValues = Record<string, string | boolean | undefined>;
 
-export function parseFlags(argv: string[], options: Flags): { values: Record<string, string | boolean | undefined>; positionals: string[] } {
+export function parseFlags(argv: string[], options: Flags, command?: string): { values: FlagValues; positionals: string[] } {
   try {
     const { values, positionals } = parseArgs({ args: argv, options, allowPositionals: true, strict: true });
-    return { values: values as Record<string, string | boolean | undefined>, positionals };
+    return { values: values as FlagValues, positionals };
   } catch (e) {
-    throw new LlamapegError("ERR_INVALID_ARGUMENT", (e as Error).message);
+    // parseArgs' messages name the flag ("Unknown option '--foo'"); its error codes are not ours.
+    throw new UsageError((e as Error).message.replace(/\. To specify a positional argument.*$/s, ""), command);
   }
 }
 
-export function intFlag(values: Record<string, unknown>, name: string, fallback: number, min: number, max: number): number {
+export function intFlag(values: FlagValues, name: string, fallback: number, min: number, max: number): number {
   const raw = values[name];
   if (raw === undefined) return fallback;
   const n = Number(raw);
-  if (!Number.isInteger(n) || n < min || n > max) {
-    throw new LlamapegError("ERR_INVALID_ARGUMENT", `--${name} must be an integer in [${min}, ${max}] (got ${JSON.stringify(raw)})`);
+  if (raw === "" || !Number.isInteger(n) || n < min || n > max) {
+    throw new UsageError(`--${name} must be an integer in [${min}, ${max}] (got ${JSON.stringify(raw)})`);
   }
   return n;
 }
 
-export function numFlag(values: Record<string, unknown>, name: string, fallback: number, min: number, max: number): number {
+export function numFlag(values: FlagValues, name: string, fallback: number, min: number, max: number): number {
   const raw = values[name];
   if (raw === undefined) return fallback;
   const n = Number(raw);
-  if (!Number.isFinite(n) || n < min || n > max) {
-    throw new LlamapegError("ERR_INVALID_ARGUMENT", `--${name} must be a number in [${min}, ${max}] (got ${JSON.stringify(raw)})`);
+  if (raw === "" || !Number.isFinite(n) || n < min || n > max) {
+    throw new UsageError(`--${name} must be a number in [${min}, ${max}] (got ${JSON.stringify(raw)})`);
   }
   return n;
+}
+
+export function stringFlag(values: FlagValues, name: string): string | undefined {
+  const raw = values[name];
+  return typeof raw === "string" ? raw : undefined;
 }

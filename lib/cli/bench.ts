@@ -9,16 +9,18 @@
  * share of outputs that are complete tool calls whose arguments validate against their schemas.
  * `--lengths` adds long runs (tools attached, lazy) to show how tokens/s changes with output length.
  */
-import { readFileSync } from "node:fs";
-
 import type { ChatTool } from "../chat/tools.js";
 import { loadModel, type Context } from "../llama/index.js";
 import { createChatCompletion, validateJson, type ChatCompletion, type ChatCompletionRequest } from "../openai/index.js";
 import { ensureTestModel, type TestModelSize } from "../test-model/index.js";
-import { intFlag, parseFlags } from "./args.js";
+import { intFlag, parseFlags, stringFlag } from "./args.js";
 import { DEMO_PROMPT, DEMO_TOOLS } from "./demo-tools.js";
-import { LlamapegError } from "../errors.js";
+import { loadedModelFacts, summarizeModel } from "./model-summary.js";
 import { progressBar } from "./progress.js";
+import { readToolsFile } from "./tools-file.js";
+import { UsageError } from "./usage-error.js";
+
+export const BENCH_SUMMARY = "grammar on / off / lazy A/B: tokens/s, sampling cost, latency, valid tool calls";
 
 export const BENCH_USAGE = `llamapeg bench [options]
   --model PATH          a GGUF model (default: the test model of --size)
@@ -130,7 +132,7 @@ export function summarize(mode: BenchMode, runs: BenchRun[]): BenchSummary {
 const fmt = (x: number | null, digits = 1): string => (x === null ? "-" : x.toFixed(digits));
 
 export async function benchCommand(argv: string[]): Promise<void> {
-  const { values } = parseFlags(argv, {
+  const { values, positionals } = parseFlags(argv, {
     model: { type: "string" },
     size: { type: "string" },
     tools: { type: "string" },
@@ -142,21 +144,24 @@ export async function benchCommand(argv: string[]): Promise<void> {
     threads: { type: "string" },
     json: { type: "boolean" },
     help: { type: "boolean", short: "h" },
-  });
+  }, "bench");
   if (values.help) {
     console.log(BENCH_USAGE);
     return;
   }
+  if (positionals.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[0])}`, "bench");
   const size = ((values.size as string | undefined) ?? "tiny") as TestModelSize;
-  if (size !== "tiny" && size !== "small") throw new LlamapegError("ERR_INVALID_ARGUMENT", `--size must be tiny or small (got ${JSON.stringify(size)})`);
+  if (size !== "tiny" && size !== "small") throw new UsageError(`--size must be tiny or small (got ${JSON.stringify(size)})`);
   const modes = ((values.modes as string | undefined) ?? "on,off,lazy").split(",") as BenchMode[];
-  for (const m of modes) if (!["on", "off", "lazy"].includes(m)) throw new LlamapegError("ERR_INVALID_ARGUMENT", `--modes: unknown mode ${JSON.stringify(m)}`);
+  for (const m of modes) if (!["on", "off", "lazy"].includes(m)) throw new UsageError(`--modes: unknown mode ${JSON.stringify(m)}`);
   const lengths = ((values.lengths as string | undefined) ?? "").split(",").filter((s) => s !== "").map((s) => {
     const n = Number(s);
-    if (!Number.isInteger(n) || n < 1) throw new LlamapegError("ERR_INVALID_ARGUMENT", `--lengths: ${JSON.stringify(s)} is not a positive integer`);
+    if (!Number.isInteger(n) || n < 1) throw new UsageError(`--lengths: ${JSON.stringify(s)} is not a positive integer`);
     return n;
   });
-  const tools = values.tools === undefined ? DEMO_TOOLS : (JSON.parse(readFileSync(values.tools as string, "utf8")) as ChatTool[]);
+  const toolsPath = stringFlag(values, "tools");
+  const tools = toolsPath === undefined ? DEMO_TOOLS : readToolsFile(toolsPath);
+  if (tools.length === 0) throw new UsageError("--tools: the bench needs at least one tool", "bench");
   const seeds = intFlag(values, "seeds", 4, 1, 10_000);
   const maxTokens = intFlag(values, "max-tokens", 128, 1, 1 << 20);
   const json = values.json === true;
@@ -187,12 +192,13 @@ export async function benchCommand(argv: string[]): Promise<void> {
       long.push({ maxTokens: n, tokens: r.tokens, tokensPerSecond: r.generationMs > 0 ? (r.tokens / r.generationMs) * 1000 : 0, samplingMsPerToken: r.tokens > 0 ? r.samplingMs / r.tokens : 0 });
       if (!json) process.stderr.write(`lazy ${n} tokens done\n`);
     }
-    const result = { model: model.description, modelPath, threads: context.threads, seeds, maxTokens, modes: summaries, lengths: long };
+    const facts = loadedModelFacts(model);
+    const result = { model: summarizeModel(facts), modelFacts: facts, modelPath, threads: context.threads, seeds, maxTokens, modes: summaries, lengths: long };
     if (json) {
       console.log(JSON.stringify(result, null, 2));
       return;
     }
-    console.log(`model ${model.description} · ${context.threads} threads · ${seeds} seeds · max ${maxTokens} tokens`);
+    console.log(`model ${summarizeModel(facts)} · ${context.threads} threads · ${seeds} seeds · max ${maxTokens} tokens`);
     console.log("mode   tok/s   sampling ms/tok   TTFT ms   first call ms   valid calls");
     for (const s of summaries) {
       console.log(

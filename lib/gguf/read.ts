@@ -2,6 +2,7 @@ import { open } from "node:fs/promises";
 import { closeSync, fstatSync, openSync, readSync } from "node:fs";
 import { isUtf8 } from "node:buffer";
 import { LlamapegError } from "../errors.js";
+import { validateGguf } from "./validate.js";
 import {
   GGML_TYPES,
   GGUF_DEFAULT_ALIGNMENT,
@@ -19,6 +20,8 @@ import {
 
 // ggml's own limit; a tensor with more dims is not loadable anyway.
 const MAX_DIMS = 4;
+// Arrays of arrays nest at most this deep (llama.cpp reads none; the spec sets no limit, the JS stack does).
+const MAX_ARRAY_DEPTH = 64;
 const LITTLE_ENDIAN_HOST = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
 
 /** Thrown inside the parser when the buffer ends before the file does: the caller reads more. */
@@ -50,8 +53,31 @@ export function parseGguf(bytes: Uint8Array, options: ParseGgufOptions = {}): Gg
   return result;
 }
 
+export interface ReadGgufOptions {
+  /**
+   * Also check what llama.cpp's loader would abort on (validate.ts): a file that passes can be
+   * given to `loadModel` without risking the process. Default false (any GGUF is read).
+   */
+  validate?: boolean;
+  /** With `validate`: the file will be loaded for its tokenizer only. */
+  vocabOnly?: boolean;
+}
+
 /** Reads a GGUF file's header, reading only as much of the file as the header takes. */
-export async function readGgufFile(path: string): Promise<GgufFile> {
+export async function readGgufFile(path: string, options: ReadGgufOptions = {}): Promise<GgufFile> {
+  const file = await readHeader(path);
+  if (options.validate === true) validateGguf(file, { source: path, vocabOnly: options.vocabOnly === true });
+  return file;
+}
+
+/** Synchronous {@link readGgufFile}, for scripts and CLI code paths that are synchronous anyway. */
+export function readGgufFileSync(path: string, options: ReadGgufOptions = {}): GgufFile {
+  const file = readHeaderSync(path);
+  if (options.validate === true) validateGguf(file, { source: path, vocabOnly: options.vocabOnly === true });
+  return file;
+}
+
+async function readHeader(path: string): Promise<GgufFile> {
   let handle;
   try {
     handle = await open(path, "r");
@@ -80,8 +106,7 @@ export async function readGgufFile(path: string): Promise<GgufFile> {
   }
 }
 
-/** Synchronous {@link readGgufFile}, for scripts and CLI code paths that are synchronous anyway. */
-export function readGgufFileSync(path: string): GgufFile {
+function readHeaderSync(path: string): GgufFile {
   let fd: number;
   try {
     fd = openSync(path, "r");
@@ -291,8 +316,9 @@ class HeaderParser {
     }
   }
 
-  private array(): GgufArray {
+  private array(depth = 0): GgufArray {
     const typeAt = this.pos;
+    if (depth >= MAX_ARRAY_DEPTH) this.corrupt(typeAt, `arrays nest more than ${MAX_ARRAY_DEPTH} deep${this.currentKey ? ` in key ${this.currentKey}` : ""}`);
     const itemType = this.valueType(this.u32("array item type"), typeAt);
     const minItemSize = itemType === "string" ? 8 : itemType === "array" ? 12 : GGUF_SCALAR_SIZE[itemType];
     const count = this.count("array length", minItemSize);
@@ -313,7 +339,7 @@ class HeaderParser {
           const at = this.pos;
           const inner = this.valueType(this.u32("array item type"), at);
           if (inner !== "array") this.corrupt(at, "nested array item type mismatch");
-          items[i] = this.array();
+          items[i] = this.array(depth + 1);
         }
         return { type: "array", itemType, value: items };
       }

@@ -5,6 +5,8 @@
  * llama.cpp's `build_grammar` / `json_schema_to_grammar` for the same input, except where
  * docs/json-schema.md lists a deliberate difference.
  */
+import { LlamapegError } from "../errors.js";
+import { checkGbnf } from "../gbnf/check.js";
 import { Emitter } from "./emit.js";
 import { resolveRefs, type RefTable } from "./refs.js";
 import { Reporter, type SchemaWarning, type UnsupportedMode } from "./report.js";
@@ -61,7 +63,11 @@ export interface CompiledSchema {
   warnings: SchemaWarning[];
 }
 
-/** One schema to GBNF, with the warnings collected in `unsupported: "ignore"` mode. */
+/**
+ * One schema to GBNF, with the warnings collected in `unsupported: "ignore"` mode. The grammar is
+ * one llama.cpp's grammar engine accepts (checkGbnf): a schema whose grammar it would not (10,000
+ * optional properties make a chain of rules it recurses through) is ERR_SCHEMA_UNSUPPORTED.
+ */
 export function compileJsonSchema(schema: unknown, options: CompileOptions = {}): CompiledSchema {
   const warnings: SchemaWarning[] = [];
   const gbnf = buildGrammar(
@@ -71,6 +77,12 @@ export function compileJsonSchema(schema: unknown, options: CompileOptions = {})
     },
     { ...options, warnings },
   );
+  try {
+    checkGbnf(gbnf);
+  } catch (e) {
+    const reason = e instanceof LlamapegError ? e.message : String(e);
+    throw new LlamapegError("ERR_SCHEMA_UNSUPPORTED", `unsupported JSON schema construct at #: its grammar is beyond llama.cpp's grammar engine (${reason})`, { where: "#", cause: e });
+  }
   return { gbnf, warnings };
 }
 

@@ -9,6 +9,7 @@
  * Subschemas are normalized eagerly except ref targets, which the emitter normalizes on first use
  * (refs may be recursive).
  */
+import { MAX_REPETITION } from "./pattern.js";
 import { jsonDump, gbnfFormatLiteral, pointerJoin } from "./literal.js";
 import { constrains, isVacuous, JSON_TYPES, typeOfValue, valueHasType, ASSERTION_KEYWORDS, type JsonType } from "./keywords.js";
 import type { RefTable } from "./refs.js";
@@ -48,13 +49,28 @@ const DATE_FORMATS = new Set(["date", "time", "date-time"]);
 /** Keywords that hold subschemas for others to `$ref` but constrain nothing themselves. */
 const CONTAINERS = new Set(["$defs", "definitions"]);
 
+/** Deepest nesting of subschemas compiled (a 1,000-level schema fails at once, not on the JS stack). */
+export const MAX_SCHEMA_DEPTH = 256;
+
 export class Normalizer {
+  private depth = 0;
+
   constructor(
     private readonly refs: RefTable,
     private readonly report: Reporter,
   ) {}
 
   normalize(schema: unknown, where: string): SchemaNode {
+    if (this.depth >= MAX_SCHEMA_DEPTH) this.report.invalid(`the schema nests deeper than ${MAX_SCHEMA_DEPTH} levels`, where);
+    this.depth++;
+    try {
+      return this.node(schema, where);
+    } finally {
+      this.depth--;
+    }
+  }
+
+  private node(schema: unknown, where: string): SchemaNode {
     if (schema === null) return { kind: "any-object" }; // what the reference makes of an unresolved ref
     if (typeof schema === "boolean") {
       this.report.unsupported("boolean schema", `a boolean schema (${schema}) is not supported here; use {} or a typed schema`, where);
@@ -163,6 +179,11 @@ export class Normalizer {
     const v = schema[key];
     if (typeof v !== "number" || !Number.isInteger(v) || v < 0) {
       this.report.invalid(`${key} must be a non-negative integer, got ${jsonDump(v)}`, pointerJoin(where, key));
+    }
+    // llama.cpp's grammar parser refuses a minimum of more than 2000 repetitions (a maximum
+    // beyond it it treats as none, as it does here for INT_MAX)
+    if (key.startsWith("min") && v > MAX_REPETITION) {
+      this.report.invalid(`${key} ${v} is more than the ${MAX_REPETITION} repetitions a grammar allows`, pointerJoin(where, key));
     }
     // the reference keeps these in a C int, with INT_MAX meaning "no maximum"
     if (v < 2147483647) return v;

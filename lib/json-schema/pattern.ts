@@ -14,6 +14,8 @@ export class UnsupportedPattern extends Error {}
 export class InvalidPattern extends Error {}
 
 const MAX_DEPTH = 100;
+/** llama.cpp's MAX_REPETITION_THRESHOLD (src/llama-grammar.cpp). */
+export const MAX_REPETITION = 2000;
 const INT_MAX = 2147483647;
 /** Characters that end a run of literal text. */
 const NON_LITERAL = new Set([..."|.()[]{}*+?^$"]);
@@ -179,6 +181,10 @@ export function patternToRule(pattern: string, name: string, rules: RuleSet, dot
           if (nums[1] !== "") max = stoi(nums[1]!);
         }
         if (max === INT_MAX) max = Infinity;
+        // llama.cpp's grammar parser underflows on min > max and refuses more than 2000 copies
+        if (min > max) throw new InvalidPattern(`repetition {${min},${max}}: the minimum is greater than the maximum`);
+        if (min > MAX_REPETITION) throw new InvalidPattern(`repetition {${min}${nums.length === 2 ? "," : ""}}: more than ${MAX_REPETITION} copies, the grammar's limit`);
+        if (min < 0) throw new InvalidPattern(`repetition {${body}}: a count is negative`);
         const last = seq.at(-1);
         if (last === undefined) throw new InvalidPattern("nothing to repeat");
         let item = last.text;

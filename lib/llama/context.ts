@@ -1,40 +1,70 @@
-/** `Context`: one llama context (KV cache) of a model, with prefix reuse across generations. */
-import { availableParallelism } from "node:os";
-
+/**
+ * `Context`: one llama context (KV cache) of a model with `sequences` conversations in it, all
+ * decoded by one native thread in shared batches. With one sequence (the default) the context
+ * itself generates, as a sequence does.
+ */
 import { LlamapegError } from "../errors.js";
 import { callNative, type NativeContext, type NativeModel } from "../native/binding.js";
-import { resolveGenerateOptions, type GenerateOptions } from "./generate-options.js";
-import { Generation } from "./generation.js";
+import { resolveContextShift, type ContextShift, type GenerateOptions } from "./generate-options.js";
+import type { Generation } from "./generation.js";
 import type { Model } from "./model.js";
-import { checkKeys, int, optionalObject } from "./validate.js";
+import { Sequence } from "./sequence.js";
+import { bool, checkKeys, int, optionalObject } from "./validate.js";
 
 export interface ContextOptions {
-  /** Tokens the KV cache holds. Default: min(4096, the model's training context). */
+  /** Tokens each sequence holds. Default: min(4096, the model's training context). */
   contextSize?: number;
-  /** Most prompt tokens decoded per llama_decode call. Default 512. */
+  /** Conversations generating at once, each with its own cells (`getSequence()`). Default 1. */
+  sequences?: number;
+  /**
+   * One KV buffer shared by all sequences instead of one per sequence (llama.cpp's
+   * `kv_unified`). Each sequence still holds `contextSize` tokens at most. Default false, as in
+   * llama.cpp; docs/bench.md compares the two.
+   */
+  kvUnified?: boolean;
+  /** Most tokens decoded per step (prompt chunks and every sequence's next token); at least
+   * `sequences`. Default 512 (or `sequences`, when more). */
   batchSize?: number;
-  /** Compute threads. Default: the number of CPUs. */
+  /**
+   * Compute threads for generation (one token per step). Default: as llama.cpp chooses, the
+   * number of physical cores. How idle threads wait is the process's `OMP_WAIT_POLICY` (OpenMP's
+   * default spins briefly, as llama.cpp runs; `passive` sleeps at once, which helps on a machine
+   * whose cores are busy with other work and costs up to 2.5x on an idle one; docs/bench.md).
+   */
   threads?: number;
+  /** Compute threads for batches (prompts, several sequences at once). Default: `threads`. */
+  threadsBatch?: number;
   /** Default seed for this context's generations (uint32). Default: random per generation. */
   seed?: number;
+  /** Default `contextShift` of its generations (see GenerateOptions). Default false. */
+  contextShift?: ContextShift;
 }
 
 const RANDOM_SEED = 0xffffffff;
+const MAX_SEQUENCES = 256; // llama.cpp's LLAMA_MAX_SEQ
+
+const contextKeys = ["contextSize", "sequences", "kvUnified", "batchSize", "threads", "threadsBatch", "seed", "contextShift"] as const;
 
 export class Context {
   readonly model: Model;
+  /** Tokens one sequence holds (llama.cpp rounds the request up to a multiple of 256). */
   readonly contextSize: number;
+  readonly sequences: number;
+  readonly kvUnified: boolean;
   readonly batchSize: number;
   readonly threads: number;
+  readonly threadsBatch: number;
 
   #native: NativeContext | null;
-  #current: Generation | null = null;
+  #own: Sequence | null = null;
+  readonly #contextShift: ContextShift | undefined;
+  readonly #live = new Set<Sequence>();
   readonly #onDispose: () => void;
 
   /** @internal use `model.createContext()` */
   constructor(model: Model, nativeModel: NativeModel, options: ContextOptions | undefined, onDispose: () => void) {
     const o = optionalObject(options, "options");
-    checkKeys(o, ["contextSize", "batchSize", "threads", "seed"], "createContext options");
+    checkKeys(o, contextKeys, "createContext options");
     if (model.vocabOnly) {
       throw new LlamapegError("ERR_CONTEXT_CREATE", "the model was loaded with vocabOnly; it has no weights to run", {
         where: model.path,
@@ -42,15 +72,28 @@ export class Context {
     }
     const train = model.trainContextSize > 0 ? model.trainContextSize : 4096;
     const contextSize = int(o.contextSize, "contextSize", Math.min(4096, train), 16, 1 << 24);
-    const batchSize = int(o.batchSize, "batchSize", Math.min(512, contextSize), 1, 1 << 20);
-    const threads = int(o.threads, "threads", Math.max(1, availableParallelism()), 1, 1024);
+    const sequences = int(o.sequences, "sequences", 1, 1, MAX_SEQUENCES);
+    if (contextSize * sequences > 1 << 26) throw new RangeError(`contextSize x sequences must be at most ${1 << 26} (got ${contextSize * sequences})`);
+    const kvUnified = bool(o.kvUnified, "kvUnified", false);
+    // A batch holds at least one token per sequence (llama.cpp requires it).
+    const batchSize = int(o.batchSize, "batchSize", Math.max(sequences, Math.min(512, contextSize)), sequences, 1 << 20);
+    const threads = int(o.threads, "threads", 0, 1, 1024);
+    const threadsBatch = int(o.threadsBatch, "threadsBatch", 0, 1, 1024);
     const seed = int(o.seed, "seed", RANDOM_SEED, 0, 0xffffffff);
+    resolveContextShift(model, o.contextShift, "contextShift"); // validate now, not at the first generate
+    this.#contextShift = o.contextShift as ContextShift | undefined;
     this.model = model;
-    this.#native = callNative(() => nativeModel.createContext({ contextSize, batchSize, threads, seed }), model.path);
+    this.#native = callNative(
+      () => nativeModel.createContext({ contextSize, sequences, kvUnified, batchSize, threads, threadsBatch, seed }),
+      model.path,
+    );
     const info = this.#native.info();
     this.contextSize = info.contextSize;
+    this.sequences = info.sequences;
+    this.kvUnified = info.kvUnified;
     this.batchSize = info.batchSize;
     this.threads = info.threads;
+    this.threadsBatch = info.threadsBatch;
     this.#onDispose = onDispose;
   }
 
@@ -58,48 +101,75 @@ export class Context {
     return this.#native === null;
   }
 
-  /** True while a generation runs on this context. */
+  /** True while any of its sequences generates. */
   get busy(): boolean {
-    return this.#current !== null && !this.#current.done;
+    for (const s of this.#live) if (s.busy) return true;
+    return false;
   }
 
-  /** The tokens the KV cache holds now (the next `generate` reuses their common prefix). */
-  get tokens(): Int32Array {
-    const native = this.#live();
-    return callNative(() => native.tokens());
-  }
-
-  /** Forgets the cached tokens (the next generation decodes its whole prompt). */
-  clearCache(): void {
-    const native = this.#live();
-    callNative(() => native.clearCache());
+  /** Sequences handed out and not disposed. */
+  get sequencesInUse(): number {
+    return this.#live.size;
   }
 
   /**
-   * Starts generating after `prompt`. Returns at once; the result is an async iterable of
-   * `{token, piece}` whose `result()` gives the stats. One generation at a time per context
-   * (ERR_BUSY otherwise); an invalid grammar throws ERR_GRAMMAR_INVALID here.
+   * A free sequence: its own KV cells, one generation at a time, prefix reuse between its turns.
+   * ERR_NO_SEQUENCE when all `sequences` are in use (`sequence.dispose()` returns one).
    */
-  generate(prompt: ArrayLike<number>, options?: GenerateOptions): Generation {
-    const native = this.#live();
-    if (this.busy) throw new LlamapegError("ERR_BUSY", "this context is already generating; wait for it or abort it");
-    const resolved = resolveGenerateOptions(this.model, options);
-    const generation = new Generation(native, prompt, this.model.vocabSize, resolved);
-    this.#current = generation;
-    return generation;
+  getSequence(): Sequence {
+    const native = this.#alive();
+    const id = callNative(() => native.acquireSequence());
+    if (id < 0) {
+      throw new LlamapegError(
+        "ERR_NO_SEQUENCE",
+        `all ${this.sequences} sequences of this context are in use; dispose one, or create the context with more sequences`,
+      );
+    }
+    const sequence = new Sequence(this, native, id, this.#contextShift, (s) => {
+      this.#live.delete(s);
+      if (this.#own === s) this.#own = null;
+    });
+    this.#live.add(sequence);
+    return sequence;
   }
 
-  /** Stops a running generation (it ends with stopReason "abort") and frees the context once
-   * its native thread has finished. Further use throws ERR_DISPOSED. */
+  // The context's own sequence, for using a context as a one-conversation target: taken from
+  // the free ones at first use and kept until the context is disposed.
+  #ownSequence(): Sequence {
+    this.#alive();
+    return (this.#own ??= this.getSequence());
+  }
+
+  /** The tokens its own sequence's cells hold (see Sequence.tokens). */
+  get tokens(): Int32Array {
+    return this.#ownSequence().tokens;
+  }
+
+  /** Forgets its own sequence's cached tokens. */
+  clearCache(): void {
+    this.#ownSequence().clearCache();
+  }
+
+  /**
+   * Generates on the context's own sequence (taken at first use; with one sequence, the only
+   * one). See Sequence.generate.
+   */
+  generate(prompt: ArrayLike<number>, options?: GenerateOptions): Generation {
+    return this.#ownSequence().generate(prompt, options);
+  }
+
+  /** Ends every generation (stopReason "abort"), disposes its sequences and frees the KV cache
+   * before returning. Further use throws ERR_DISPOSED. */
   dispose(): void {
-    if (!this.#native) return;
-    this.#native.dispose();
+    const native = this.#native;
+    if (!native) return;
+    for (const s of [...this.#live]) s.dispose();
     this.#native = null;
-    this.#current = null;
+    native.dispose();
     this.#onDispose();
   }
 
-  #live(): NativeContext {
+  #alive(): NativeContext {
     if (!this.#native) throw new LlamapegError("ERR_DISPOSED", "the context was disposed");
     return this.#native;
   }

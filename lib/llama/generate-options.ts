@@ -1,4 +1,5 @@
 /** Validation and defaults of `context.generate()` options, and grammar trigger resolution. */
+import { checkGbnf } from "../gbnf/check.js";
 import { LlamapegError } from "../errors.js";
 import type { NativeGenerateOptions, NativeGrammar } from "../native/binding.js";
 import type { Model } from "./model.js";
@@ -19,6 +20,11 @@ export interface GrammarOptions {
   triggerPatterns?: string[];
   /** Token ids that trigger a lazy grammar. */
   triggerTokens?: number[];
+  /**
+   * Text the grammar consumes before the first sampled token, because the prompt already ends with
+   * it (llama.cpp's prefill of the generation prompt). Eager grammars only. Default "".
+   */
+  prefill?: string;
 }
 
 export interface GenerateOptions {
@@ -57,7 +63,16 @@ export interface GenerateOptions {
    * only when the grammar rejects the sampled token (llama.cpp's default, cheaper).
    */
   grammarFirst?: boolean;
+  /**
+   * When the sequence is full: false stops with stopReason "context_full"; true (or `{keep}`)
+   * drops the older half of its tokens after the first `keep` and goes on, as llama-server's
+   * context shift does (`keep` defaults to 1 when the model adds BOS, else 0). Default: the
+   * context's `contextShift` option (false).
+   */
+  contextShift?: ContextShift;
 }
+
+export type ContextShift = boolean | { keep?: number };
 
 export interface ResolvedGenerateOptions {
   native: NativeGenerateOptions;
@@ -79,16 +94,32 @@ const generateKeys = [
   "special",
   "grammarResample",
   "grammarFirst",
+  "contextShift",
 ] as const;
 
-const grammarKeys = ["gbnf", "root", "lazy", "triggerWords", "triggerPatterns", "triggerTokens"] as const;
+const grammarKeys = ["gbnf", "root", "lazy", "triggerWords", "triggerPatterns", "triggerTokens", "prefill"] as const;
 
 /** Escapes a literal for an ECMAScript / std::regex pattern. */
 export function escapeRegex(text: string): string {
   return text.replace(/[.^$|()*+?[\]{}\\]/g, "\\$&");
 }
 
-export function resolveGenerateOptions(model: Model, options: GenerateOptions | undefined): ResolvedGenerateOptions {
+/** Validates a contextShift option (of a context or a generation) into the native pair. */
+export function resolveContextShift(model: Model, value: unknown, name: string): { contextShift: boolean; contextShiftKeep: number } {
+  const bosKeep = model.addBos ? 1 : 0;
+  if (value === undefined || value === false) return { contextShift: false, contextShiftKeep: bosKeep };
+  if (value === true) return { contextShift: true, contextShiftKeep: bosKeep };
+  if (value === null || typeof value !== "object" || Array.isArray(value)) throw new TypeError(`${name} must be a boolean or {keep: number}`);
+  const o = value as Record<string, unknown>;
+  checkKeys(o, ["keep"], name);
+  return { contextShift: true, contextShiftKeep: int(o.keep, `${name}.keep`, bosKeep, 0, 1 << 30) };
+}
+
+export function resolveGenerateOptions(
+  model: Model,
+  options: GenerateOptions | undefined,
+  defaults: { contextShift?: ContextShift } = {},
+): ResolvedGenerateOptions {
   const o = optionalObject(options, "options");
   checkKeys(o, generateKeys, "generate options");
   const signal = o.signal;
@@ -123,6 +154,7 @@ export function resolveGenerateOptions(model: Model, options: GenerateOptions | 
     grammar,
     grammarResample: oneOf(o.grammarResample, "grammarResample", ["fast", "reference"] as const, "fast"),
     grammarFirst: bool(o.grammarFirst, "grammarFirst", false),
+    ...resolveContextShift(model, o.contextShift === undefined ? defaults.contextShift : o.contextShift, "contextShift"),
     // Hand-off tuning: a batch every 16 tokens or 5 ms; at most 256 tokens ahead of the reader.
     flushTokens: 16,
     flushMs: 5,
@@ -138,6 +170,8 @@ function resolveGrammar(model: Model, value: unknown, preserved: Set<number>): N
   const gbnf = str(g.gbnf, "grammar.gbnf");
   if (gbnf.trim().length === 0) throw new TypeError("grammar.gbnf must not be empty");
   const root = g.root === undefined ? "root" : str(g.root, "grammar.root");
+  // what llama.cpp's grammar parser rejects or chokes on is ERR_GRAMMAR_INVALID before it runs
+  checkGbnf(gbnf, { root });
   const lazy = bool(g.lazy, "grammar.lazy", false);
   const words = stringList(g.triggerWords, "grammar.triggerWords");
   const patterns = stringList(g.triggerPatterns, "grammar.triggerPatterns");
@@ -161,5 +195,18 @@ function resolveGrammar(model: Model, value: unknown, preserved: Set<number>): N
   if (lazy && triggerPatterns.length === 0 && tokens.length === 0) {
     throw new TypeError("a lazy grammar needs at least one trigger (triggerWords, triggerPatterns or triggerTokens)");
   }
-  return { gbnf, root, lazy, triggerPatterns, triggerTokens: Int32Array.from(tokens) };
+  const prefill = g.prefill === undefined ? "" : str(g.prefill, "grammar.prefill");
+  if (lazy && prefill !== "") throw new TypeError("grammar.prefill needs an eager grammar (a lazy grammar starts at its trigger)");
+  return { gbnf, root, lazy, triggerPatterns, triggerTokens: Int32Array.from(tokens), prefillTokens: prefillTokens(model, prefill) };
+}
+
+const decoder = new TextDecoder();
+const isSpace = (c: string | undefined): boolean => c !== undefined && " \t\n\v\f\r".includes(c);
+
+/** The prefill's tokens as llama.cpp's `common_sampler_init` takes them (a leading space token some tokenizers add is left out). */
+function prefillTokens(model: Model, prefill: string): Int32Array {
+  if (prefill === "") return new Int32Array(0);
+  const ids = Array.from(model.tokenize(prefill, { addSpecial: false, parseSpecial: true }));
+  if (ids.length > 0 && !isSpace(prefill[0]) && isSpace(decoder.decode(model.tokenPiece(ids[0]!, { special: true }))[0])) ids.shift();
+  return Int32Array.from(ids);
 }

@@ -6,9 +6,11 @@
 import {
   callNative,
   fromNative,
-  type NativeContext,
+  type NativeBatchCallback,
   type NativeFinal,
+  type NativeGenerateOptions,
   type NativeGeneration,
+  type NativeTokenExtra,
   type StopReason,
 } from "../native/binding.js";
 import type { ResolvedGenerateOptions } from "./generate-options.js";
@@ -20,6 +22,9 @@ export interface GeneratedToken {
   token: number;
   /** The token's bytes; may hold part of a UTF-8 character (the rest follows in later pieces). */
   piece: Uint8Array;
+  /** Sampler data for this token as (token id, value) pairs, when the sampler provides any
+   * (logprobs: the chosen token's, then the top alternatives'). */
+  extra?: { ids: Int32Array; values: Float32Array };
 }
 
 export interface GenerationStats {
@@ -28,7 +33,10 @@ export interface GenerationStats {
   reusedTokens: number;
   /** Tokens emitted (the EOG or stop token that ended the generation is not counted). */
   generatedTokens: number;
-  /** Time decoding the prompt (the part after the reused prefix). */
+  /** From generate() until the context's decode loop took the generation up (local sequences). */
+  queueMs?: number;
+  /** Time decoding the prompt (the part after the reused prefix; with other sequences in the
+   * same batches, their share of each step too). */
   promptMs: number;
   /** Wall time from the end of the prompt to the end (decode + sampling + waiting for the reader). */
   generateMs: number;
@@ -37,6 +45,11 @@ export interface GenerationStats {
   stopReason: StopReason;
   /** The EOG / stop token that ended the generation, when one did. */
   stopToken?: number;
+  /** How often the sequence was shifted to make room (contextShift; local sequences). */
+  shifts?: number;
+  /** Decode steps of the context that went without this generation's next token, because its
+   * reader held the window full or more sequences generated than a batch holds (local sequences). */
+  stalledSteps?: number;
 }
 
 export interface GenerationResult {
@@ -50,8 +63,12 @@ interface Batch {
   tokens: Int32Array;
   bytes: Uint8Array;
   ends: Uint32Array;
+  extra: NativeTokenExtra | undefined;
   next: number;
 }
+
+/** Starts the native generation (a sequence's `generate`), handing batches to `onBatch`. */
+export type GenerationStart = (prompt: Int32Array, options: NativeGenerateOptions, onBatch: NativeBatchCallback) => NativeGeneration;
 
 interface Waiter {
   resolve: (r: IteratorResult<GeneratedToken>) => void;
@@ -77,13 +94,13 @@ export class Generation implements AsyncIterable<GeneratedToken> {
   readonly #signal: AbortSignal | undefined;
   readonly #onAbort = () => this.abort();
 
-  /** @internal use `context.generate()` */
-  constructor(context: NativeContext, prompt: ArrayLike<number>, vocabSize: number, options: ResolvedGenerateOptions) {
+  /** @internal use `sequence.generate()` / `context.generate()` */
+  constructor(start: GenerationStart, prompt: ArrayLike<number>, vocabSize: number, options: ResolvedGenerateOptions) {
     const ids = tokenList(prompt, "prompt", vocabSize);
     if (ids.length === 0) throw new RangeError("prompt must contain at least one token");
     this.#window = options.native.windowTokens;
     this.#native = callNative(() =>
-      context.generate(ids, options.native, (tokens, bytes, ends, final) => this.#onBatch(tokens, bytes, ends, final)),
+      start(ids, options.native, (tokens, bytes, ends, final, extra) => this.#onBatch(tokens, bytes, ends, final, extra)),
     );
     this.#signal = options.signal;
     if (this.#signal) {
@@ -163,7 +180,12 @@ export class Generation implements AsyncIterable<GeneratedToken> {
     if (!batch) return undefined;
     const i = batch.next++;
     const start = i === 0 ? 0 : batch.ends[i - 1]!;
-    const item = { token: batch.tokens[i]!, piece: batch.bytes.subarray(start, batch.ends[i]!) };
+    const item: GeneratedToken = { token: batch.tokens[i]!, piece: batch.bytes.subarray(start, batch.ends[i]!) };
+    const x = batch.extra;
+    if (x !== undefined) {
+      const from = i === 0 ? 0 : x.ends[i - 1]!;
+      if (x.ends[i]! > from) item.extra = { ids: x.ids.subarray(from, x.ends[i]!), values: x.values.subarray(from, x.ends[i]!) };
+    }
     if (batch.next === batch.tokens.length) {
       this.#queue.shift();
       this.#release(batch.tokens.length);
@@ -188,13 +210,13 @@ export class Generation implements AsyncIterable<GeneratedToken> {
     }
   }
 
-  #onBatch(tokens: Int32Array, bytes: Uint8Array, ends: Uint32Array, final: NativeFinal | undefined): void {
+  #onBatch(tokens: Int32Array, bytes: Uint8Array, ends: Uint32Array, final: NativeFinal | undefined, extra: NativeTokenExtra | undefined): void {
     if (tokens.length > 0) {
       for (let i = 0; i < tokens.length; i++) this.#tokens.push(tokens[i]!);
       this.#chunks.push(bytes);
       this.#unreleased += tokens.length;
       if (this.#draining) this.#release(tokens.length);
-      else this.#queue.push({ tokens, bytes, ends, next: 0 });
+      else this.#queue.push({ tokens, bytes, ends, extra, next: 0 });
     }
     if (final !== undefined) {
       this.#final = final;
@@ -242,10 +264,13 @@ function statsOf(final: NativeFinal): GenerationStats {
     promptTokens: final.promptTokens,
     reusedTokens: final.reusedTokens,
     generatedTokens: final.generatedTokens,
+    queueMs: final.queueMs,
     promptMs: final.promptMs,
     generateMs: final.generateMs,
     sampleMs: final.sampleMs,
     stopReason: final.stopReason,
+    shifts: final.shifts,
+    stalledSteps: final.stalledSteps,
   };
   if (final.stopToken !== undefined) stats.stopToken = final.stopToken;
   return stats;

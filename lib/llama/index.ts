@@ -1,5 +1,6 @@
 export { loadModel, Model, type LoadModelOptions, type TokenizeOptions, type PieceOptions } from "./model.js";
 export { Context, type ContextOptions } from "./context.js";
+export { Sequence } from "./sequence.js";
 export {
   Generation,
   type GeneratedToken,
@@ -7,6 +8,6 @@ export {
   type GenerationResult,
   type StopReason,
 } from "./generation.js";
-export { escapeRegex, type GenerateOptions, type GrammarOptions } from "./generate-options.js";
+export { escapeRegex, type ContextShift, type GenerateOptions, type GrammarOptions } from "./generate-options.js";
 export { setLogger, type Logger, type LogLevel } from "./log.js";
 export type { GgufMetadataValue } from "../native/binding.js";

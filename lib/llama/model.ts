@@ -1,8 +1,12 @@
 /** `loadModel()` and `Model`: a loaded GGUF, its vocabulary, metadata and contexts. */
+import { stat } from "node:fs/promises";
 import { resolve } from "node:path";
 
 import { LlamapegError } from "../errors.js";
+import { readGgufFile } from "../gguf/read.js";
 import { binding, callNative, fromNative, type GgufMetadataValue, type NativeModel, type NativeModelInfo } from "../native/binding.js";
+import { withRpcServers } from "../remote/rpc.js";
+import { devicesFor, parseBackend, type BackendName } from "../native/load.js";
 import { Context, type ContextOptions } from "./context.js";
 import { bool, checkKeys, int, optionalObject, str } from "./validate.js";
 
@@ -15,6 +19,18 @@ export interface LoadModelOptions {
   vocabOnly?: boolean;
   /** Called on the JS thread with load progress in [0, 1]. */
   onProgress?: (progress: number) => void;
+  /**
+   * ggml rpc-servers ("host:port") whose devices take the offloaded layers (`gpuLayers`), split
+   * as llama.cpp's `--rpc` splits them. rpc-server has no authentication: loopback or a private
+   * network only (docs/scale-out.md).
+   */
+  rpcServers?: string[];
+  /**
+   * Which compute backend holds the model: "cpu", "cuda", "vulkan", "metal", or "auto" (default:
+   * the one `systemInfo().backend` names, chosen at load: CUDA, Vulkan, Metal, then CPU). A GPU
+   * backend that is not installed or finds no device is an ERR_NATIVE_LOAD naming what was tried.
+   */
+  backend?: BackendName | "auto";
 }
 
 export interface TokenizeOptions {
@@ -33,7 +49,10 @@ export interface PieceOptions {
 const TOKEN_ATTR_CONTROL = 1 << 3;
 const TOKEN_ATTR_USER_DEFINED = 1 << 4;
 
-const loadKeys = ["gpuLayers", "useMmap", "vocabOnly", "onProgress"] as const;
+const loadKeys = ["gpuLayers", "useMmap", "vocabOnly", "onProgress", "rpcServers", "backend"] as const;
+
+// Below this many UTF-16 units tokenizing takes well under a millisecond: not worth a thread.
+const ASYNC_TOKENIZE_CHARS = 4096;
 
 /** Loads a GGUF model off the JS thread. Errors: ERR_MODEL_NOT_FOUND, ERR_MODEL_NOT_GGUF,
  * ERR_MODEL_CORRUPT (truncated/corrupt), ERR_MODEL_UNSUPPORTED (architecture), ERR_MODEL_LOAD. */
@@ -47,14 +66,26 @@ export async function loadModel(path: string, options?: LoadModelOptions): Promi
   const vocabOnly = bool(o.vocabOnly, "vocabOnly", false);
   if (o.onProgress !== undefined && typeof o.onProgress !== "function") throw new TypeError("onProgress must be a function");
   const onProgress = o.onProgress as ((progress: number) => void) | undefined;
+  const backend = parseBackend(o.backend, "backend");
   const full = resolve(path);
-  let native: NativeModel;
-  try {
-    native = await binding().loadModel(full, { gpuLayers, useMmap, vocabOnly }, onProgress);
-  } catch (error) {
-    throw fromNative(error, full);
-  }
-  return new Model(native, full);
+  // What would make llama.cpp's loader abort the process is a coded error here (lib/gguf/validate.ts).
+  if ((await stat(full).catch(() => null))?.isFile()) await readGgufFile(full, { validate: true, vocabOnly });
+  return withRpcServers(o.rpcServers, vocabOnly, async (rpcServers) => {
+    let native: NativeModel;
+    try {
+      const devices = devicesFor(backend);
+      native = await binding().loadModel(full, { gpuLayers, useMmap, vocabOnly, devices, ...(rpcServers.length > 0 ? { rpcServers } : {}) }, onProgress);
+    } catch (error) {
+      throw fromNative(error, full);
+    }
+    const model = new Model(native, full);
+    // tokenizing with addSpecial would GGML_ASSERT on the missing id
+    if ((model.addBos && model.bos === null) || (model.addEos && model.eos === null)) {
+      model.dispose();
+      throw new LlamapegError("ERR_MODEL_CORRUPT", `${full}: the tokenizer adds ${model.addBos && model.bos === null ? "BOS" : "EOS"} but the vocabulary has no such token`, { where: full });
+    }
+    return model;
+  });
 }
 
 export class Model {
@@ -137,6 +168,31 @@ export class Model {
     return (attributes & (TOKEN_ATTR_CONTROL | TOKEN_ATTR_USER_DEFINED)) !== 0;
   }
 
+  /**
+   * `tokenize` without blocking the event loop on a large text: above a few thousand characters
+   * the work runs on a native thread (a megabyte costs a few hundred milliseconds).
+   */
+  async tokenizeAsync(text: string, options?: TokenizeOptions): Promise<Int32Array> {
+    str(text, "text");
+    const o = optionalObject(options, "options");
+    checkKeys(o, ["addSpecial", "parseSpecial"], "tokenize options");
+    const addSpecial = bool(o.addSpecial, "addSpecial", false);
+    const parseSpecial = bool(o.parseSpecial, "parseSpecial", false);
+    const native = this.#live();
+    if (text.length <= ASYNC_TOKENIZE_CHARS) return callNative(() => native.tokenize(text, addSpecial, parseSpecial));
+    try {
+      return await native.tokenizeAsync(text, addSpecial, parseSpecial);
+    } catch (error) {
+      throw fromNative(error, this.path);
+    }
+  }
+
+  /** The token's llama_token_attr bits (llama.h: UNKNOWN 1, CONTROL 8, USER_DEFINED 16, LSTRIP 128, RSTRIP 256...). */
+  tokenAttributes(token: number): number {
+    const native = this.#live();
+    return callNative(() => native.tokenAttributes(this.#token(token)));
+  }
+
   tokenize(text: string, options?: TokenizeOptions): Int32Array {
     str(text, "text");
     const o = optionalObject(options, "options");
@@ -144,7 +200,12 @@ export class Model {
     const addSpecial = bool(o.addSpecial, "addSpecial", false);
     const parseSpecial = bool(o.parseSpecial, "parseSpecial", false);
     const native = this.#live();
-    return callNative(() => native.tokenize(text, addSpecial, parseSpecial));
+    const ids = callNative(() => native.tokenize(text, addSpecial, parseSpecial));
+    // a vocabulary that does not fit its tokenizer type (an RWKV table of GPT-2 strings) yields -1
+    for (const id of ids) {
+      if (id < 0) throw new LlamapegError("ERR_MODEL_UNSUPPORTED", `the model's tokenizer cannot tokenize this text (it produced token id ${id})`, { where: this.path });
+    }
+    return ids;
   }
 
   /** The bytes of one token. A piece may hold only part of a UTF-8 character. */
@@ -172,7 +233,8 @@ export class Model {
     return context;
   }
 
-  /** Disposes the model's contexts (stopping their generations), then releases the weights. */
+  /** Disposes the model's contexts (ending their generations), then releases the weights before
+   * returning (unless a tokenizeAsync still runs; then when it ends). */
   dispose(): void {
     if (!this.#native) return;
     for (const context of [...this.#contexts]) context.dispose();

@@ -1,14 +1,11 @@
 /**
- * The one place that knows the addon's shape. Everything native goes through `binding()`;
+ * The one place that knows the addon's shape (loading it: load.ts). Everything native goes through `binding()`;
  * native errors (plain `Error`s with a `code`) become `LlamapegError`s through `fromNative()`.
  */
-import { existsSync } from "node:fs";
-import { createRequire } from "node:module";
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
-import { isMainThread } from "node:worker_threads";
-
 import { LlamapegError, type LlamapegErrorCode } from "../errors.js";
+import { loadBinding } from "./load.js";
+
+export { packageRoot } from "./load.js";
 
 /** A GGUF metadata value as stored in the file: numbers, booleans, strings, or arrays of them. */
 export type GgufMetadataValue = string | number | boolean | null | GgufMetadataValue[];
@@ -17,6 +14,10 @@ export interface NativeLoadOptions {
   gpuLayers: number;
   useMmap: boolean;
   vocabOnly: boolean;
+  /** "host:port" of ggml rpc-servers whose devices take the offloaded layers. */
+  rpcServers?: string[];
+  /** ggml device names to place the model on (lib/native/load.ts devicesFor); omitted: all loaded. */
+  devices?: string[];
 }
 
 export interface NativeModelInfo {
@@ -37,17 +38,31 @@ export interface NativeModelInfo {
 }
 
 export interface NativeContextOptions {
+  /** Cells per sequence. */
   contextSize: number;
   batchSize: number;
+  sequences: number;
+  kvUnified: boolean;
+  /** 0: llama.cpp's default (physical cores). */
   threads: number;
+  /** 0: the same as `threads`. */
+  threadsBatch: number;
   /** A uint32; 0xFFFFFFFF asks llama.cpp for a random seed. */
   seed: number;
 }
 
 export interface NativeContextInfo {
+  /** Cells one sequence can hold. */
   contextSize: number;
+  /** Cells of the whole KV cache (all sequences). */
+  cells: number;
   batchSize: number;
+  sequences: number;
+  kvUnified: boolean;
+  /** The cache can move positions (context shift). */
+  canShift: boolean;
   threads: number;
+  threadsBatch: number;
 }
 
 export interface NativeGrammar {
@@ -56,6 +71,8 @@ export interface NativeGrammar {
   lazy: boolean;
   triggerPatterns: string[];
   triggerTokens: Int32Array;
+  /** Tokens the grammar accepts before sampling starts (the generation prompt's prefill). */
+  prefillTokens: Int32Array;
 }
 
 export interface NativeGenerateOptions {
@@ -72,12 +89,16 @@ export interface NativeGenerateOptions {
   grammar: NativeGrammar | null;
   grammarResample: "fast" | "reference";
   grammarFirst: boolean;
+  /** A full sequence drops old tokens (keeping the first `contextShiftKeep`) instead of stopping. */
+  contextShift: boolean;
+  contextShiftKeep: number;
   flushTokens: number;
   flushMs: number;
   windowTokens: number;
 }
 
-export type StopReason = "eog" | "length" | "stop" | "abort";
+/** "context_full": the sequence ran out of cells (the token that did not fit was emitted). */
+export type StopReason = "eog" | "length" | "stop" | "abort" | "context_full";
 
 export interface NativeFinal {
   promptTokens: number;
@@ -88,7 +109,23 @@ export interface NativeFinal {
   sampleMs: number;
   stopReason: StopReason;
   stopToken?: number;
+  /** Times the sequence was shifted (context shift). */
+  shifts: number;
+  /** Decode steps of its context that went without its next token. */
+  stalledSteps: number;
+  /** From generate() until the decode loop took it up. */
+  queueMs: number;
   error?: Error & { code?: string };
+}
+
+/**
+ * Per-token data beyond the token (logprobs, once the sampler provides them): token i's entries
+ * are ids/values[ends[i-1] .. ends[i]) (from 0 for i = 0), as (token id, value) pairs.
+ */
+export interface NativeTokenExtra {
+  ids: Int32Array;
+  values: Float32Array;
+  ends: Uint32Array;
 }
 
 /** Called on the JS thread with every token produced since the last call; `final` on the last. */
@@ -97,6 +134,7 @@ export type NativeBatchCallback = (
   bytes: Uint8Array,
   ends: Uint32Array,
   final: NativeFinal | undefined,
+  extra: NativeTokenExtra | undefined,
 ) => void;
 
 export interface NativeGeneration {
@@ -108,11 +146,16 @@ export interface NativeGeneration {
 }
 
 export interface NativeContext {
+  /** Ends its generations and frees the llama context before returning. */
   dispose(): void;
   info(): NativeContextInfo;
-  tokens(): Int32Array;
-  clearCache(): void;
-  generate(prompt: Int32Array, options: NativeGenerateOptions, onBatch: NativeBatchCallback): NativeGeneration;
+  /** A free sequence id, or -1 when all are in use. */
+  acquireSequence(): number;
+  /** Aborts the sequence's generation, forgets its cache and frees it. */
+  releaseSequence(seq: number): void;
+  tokens(seq: number): Int32Array;
+  clearCache(seq: number): void;
+  generate(seq: number, prompt: Int32Array, options: NativeGenerateOptions, onBatch: NativeBatchCallback): NativeGeneration;
 }
 
 export interface NativeModel {
@@ -121,6 +164,8 @@ export interface NativeModel {
   metadata(): Record<string, GgufMetadataValue>;
   chatTemplate(name: string | null): string | null;
   tokenize(text: string, addSpecial: boolean, parseSpecial: boolean): Int32Array;
+  /** The same, on a native thread. */
+  tokenizeAsync(text: string, addSpecial: boolean, parseSpecial: boolean): Promise<Int32Array>;
   tokenPiece(token: number, special: boolean): Uint8Array;
   detokenize(tokens: Int32Array, special: boolean): string;
   isEog(token: number): boolean;
@@ -135,71 +180,17 @@ export interface BindingModule {
   loadModel(path: string, options: NativeLoadOptions, onProgress?: (progress: number) => void): Promise<NativeModel>;
   setLogger(logger: ((level: NativeLogLevel, text: string) => void) | null, level: NativeLogLevel): void;
   systemInfo(): string;
-  /** Aborts and joins generation threads: this thread's, or (main thread) the whole process's. */
-  stopGenerationsForExit(processWide: boolean): void;
+  /**
+   * Stops native work (generations, loads) and waits for its threads: this thread's, or (main
+   * thread) the whole process's, quick-exiting with `code` when they do not stop in time.
+   */
+  stopForExit(processWide: boolean, code: number): void;
   llamaCppVersion: string;
 }
 
-/** The package root, from lib/native/ (sources) and dist/native/ (compiled) alike. */
-export const packageRoot = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
-
-let cached: BindingModule | undefined;
-
-/**
- * ggml's CPU backend runs each graph on an OpenMP team and meets at a barrier after every node.
- * libgomp's default barrier spins: fine in a process that does nothing else, but in Node any other
- * runnable thread (the event loop, V8's GC helpers, other processes) that takes a core from one
- * compute thread leaves its partner spinning for a whole time slice. On 2 busy cores that cost
- * 100x (3 vs 260 tokens/s on the tiny test model); a sleeping (passive) barrier does not. libgomp
- * reads its settings once, when the addon first loads it, so we set the policy for that moment
- * only, and never override a choice the user made (OMP_WAIT_POLICY or GOMP_SPINCOUNT).
- */
-function withOpenMpWaitPolicy<T>(load: () => T): T {
-  if (process.env.OMP_WAIT_POLICY !== undefined || process.env.GOMP_SPINCOUNT !== undefined) return load();
-  process.env.OMP_WAIT_POLICY = "passive";
-  try {
-    return load();
-  } finally {
-    delete process.env.OMP_WAIT_POLICY;
-  }
-}
-
-/** Loads the addon once: `prebuilds/<platform>-<arch>/`, then `build/Release` (node-gyp-build). */
+/** Loads the addon and its compute backends once (lib/native/load.ts decides what and from where). */
 export function binding(): BindingModule {
-  if (cached) return cached;
-  const require = createRequire(import.meta.url);
-  const override = process.env.LLAMAPEG_NATIVE_PATH;
-  const tried: string[] = [];
-  try {
-    if (override) {
-      tried.push(override);
-      cached = withOpenMpWaitPolicy(() => require(override) as BindingModule);
-    } else {
-      tried.push(
-        join(packageRoot, "prebuilds", `${process.platform}-${process.arch}`, "*.node"),
-        join(packageRoot, "build", "Release", "llamapeg.node"),
-        join(packageRoot, "build", "Debug", "llamapeg.node"),
-      );
-      const load = require("node-gyp-build") as (dir: string) => unknown;
-      cached = withOpenMpWaitPolicy(() => load(packageRoot) as BindingModule);
-    }
-  } catch (error) {
-    const reason = error instanceof Error ? error.message.split("\n")[0] : String(error);
-    const built = existsSync(join(packageRoot, "build", "Release", "llamapeg.node"));
-    throw new LlamapegError(
-      "ERR_NATIVE_LOAD",
-      `could not load the llamapeg native addon (${reason}). Tried:\n  ${tried.join("\n  ")}\n` +
-        (built
-          ? "build/Release/llamapeg.node exists but failed to load; rebuild it for this Node version with `npm run build:native`."
-          : "Build it with `npm run build:native` (needs cmake >= 3.19 and a C++17 compiler)."),
-      { where: packageRoot, cause: error },
-    );
-  }
-  // process.exit() and uncaught exceptions skip environment teardown and run exit() at once; stop
-  // the generation threads first, or they would compute while llama.cpp's statics are destroyed.
-  const loaded = cached;
-  process.once("exit", () => loaded.stopGenerationsForExit(isMainThread));
-  return cached;
+  return loadBinding();
 }
 
 const nativeCodes = new Set<string>([
@@ -215,6 +206,7 @@ const nativeCodes = new Set<string>([
   "ERR_GRAMMAR_INVALID",
   "ERR_GRAMMAR_DEAD_END",
   "ERR_CONTEXT_FULL",
+  "ERR_NO_SEQUENCE",
   "ERR_INVALID_ARGUMENT",
   "ERR_INTERNAL",
 ] satisfies LlamapegErrorCode[]);

@@ -14,7 +14,7 @@ import type { ChatCompletion, ChatCompletionChunk, FinishReason, LlamapegComplet
 
 /** What the generation reported at its end (the native stats, or a record's copy). */
 export interface GenerationSummary {
-  /** "eog" | "length" | "stop" | "abort" */
+  /** "eog" | "length" | "stop" | "abort" | "context_full" (a full sequence: finish_reason "length") */
   stopReason: string;
   promptTokens: number;
   reusedTokens: number;
@@ -80,7 +80,7 @@ export class CompletionAssembler {
     chunks.push(...this.frameChunks(final));
     const message = final.message;
     const reason: FinishReason =
-      summary.stopReason === "length" && this.stops.matched === null ? "length" : message.tool_calls.length > 0 ? "tool_calls" : "stop";
+      (summary.stopReason === "length" || summary.stopReason === "context_full") && this.stops.matched === null ? "length" : message.tool_calls.length > 0 ? "tool_calls" : "stop";
     chunks.push(chunk(this.meta, {}, reason));
     const usage = {
       prompt_tokens: summary.promptTokens,

@@ -1,23 +1,29 @@
 /**
- * `createChatCompletion(context, request)`: an OpenAI Chat Completions call answered in-process.
- * The request is checked first (ERR_INVALID_REQUEST naming the field, before anything is sampled);
- * the plan comes from the model's chat template (or `chat_template`); the context reuses the KV
- * prefix it holds from the previous turn.
+ * `createChatCompletion(target, request)`: an OpenAI Chat Completions call answered by a target
+ * (a `Context`, a `Sequence`, or any `CompletionTarget`, see target.ts). The request is checked
+ * first (ERR_INVALID_REQUEST naming the field, before anything is sampled); the plan comes from the
+ * model's chat template (or `chat_template`); a local context reuses the KV prefix it holds.
  */
-import { basename } from "node:path";
-
-import type { GrammarTrigger } from "../chat/plan.js";
+import { segmentByteRanges } from "../chat/prompt.js";
+import type { TemplateLimits } from "../chat/template/limits.js";
 import { LlamapegError } from "../errors.js";
-import type { Context, GenerateOptions, Model } from "../llama/index.js";
 import { CompletionAssembler, randomId, type GenerationSummary } from "./assemble.js";
-import { buildCompletionPlan, type CompletionPlan, type SamplingGrammar } from "./plan.js";
+import { buildCompletionPlan, type CompletionPlan } from "./plan.js";
 import { normalizeChatRequest, type NormalizedChatRequest } from "./request.js";
 import { RECORD_VERSION, type CompletionRecord } from "./record.js";
+import { completionTarget, type CompletionTarget, type CompletionTargetLike, type TargetChatInfo, type TargetRequest } from "./target.js";
 import type { ChatCompletion, ChatCompletionChunk, ChatCompletionRequest } from "./types.js";
 
 export interface CompletionOptions {
   /** Receives the generation as a replayable record (plan, token ids, pieces) when it ends. */
   onRecord?: (record: CompletionRecord) => void;
+  /**
+   * Parse control-token text inside message values too (the old behaviour, and llama-server's).
+   * Default false: text from messages is never tokenized as control tokens.
+   */
+  specialTokensInMessages?: boolean;
+  /** Render budgets for the chat template (steps, output size, nesting); defaults in template/limits.ts. */
+  templateLimits?: TemplateLimits;
 }
 
 /** The chunks of a streamed completion; `completion` resolves to the assembled `chat.completion`. */
@@ -25,87 +31,60 @@ export interface ChatCompletionStream extends AsyncIterable<ChatCompletionChunk>
   readonly completion: Promise<ChatCompletion>;
 }
 
-const decoder = new TextDecoder();
-
-function specialText(model: Model, id: number | null): string {
-  return id === null ? "" : decoder.decode(model.tokenPiece(id, { special: true }));
-}
-
 /** The template: the request's, else the model's `tool_use` variant when tools are offered, else its default. */
-function templateFor(model: Model, r: NormalizedChatRequest): string {
+function templateFor(info: TargetChatInfo, r: NormalizedChatRequest): string {
   if (r.chatTemplate !== undefined) return r.chatTemplate;
-  const named = r.tools.length > 0 && r.toolChoice !== "none" ? model.chatTemplate("tool_use") : null;
-  const t = named ?? model.chatTemplate();
+  const named = r.tools.length > 0 && r.toolChoice !== "none" ? (info.toolUseTemplate ?? null) : null;
+  const t = named ?? info.chatTemplate;
   if (t === null) throw new LlamapegError("ERR_INVALID_REQUEST", "chat_template: the model has no tokenizer.chat_template; pass one", { where: "chat_template" });
   return t;
 }
 
-function isSingleToken(model: Model, text: string): boolean {
-  return model.tokenize(text, { addSpecial: false, parseSpecial: true }).length === 1;
-}
-
-/** llama.cpp's trigger kinds on the native options: `pattern_full` anchored, `token` by id. */
-function grammarOptions(model: Model, g: SamplingGrammar): NonNullable<GenerateOptions["grammar"]> {
-  if (!g.lazy) return { gbnf: g.gbnf };
-  const words: string[] = [];
-  const patterns: string[] = [];
-  const tokens: number[] = [];
-  for (const t of g.triggers as GrammarTrigger[]) {
-    switch (t.type) {
-      case "word":
-        words.push(t.value);
-        break;
-      case "pattern":
-        patterns.push(t.value);
-        break;
-      case "pattern_full":
-        patterns.push(`${t.value.startsWith("^") ? "" : "^"}${t.value}${t.value.endsWith("$") ? "" : "$"}`);
-        break;
-      case "token": {
-        const ids = t.token !== undefined ? [t.token] : model.tokenize(t.value, { addSpecial: false, parseSpecial: true });
-        if (ids.length === 1) tokens.push(ids[0]!);
-        else words.push(t.value);
-        break;
-      }
-    }
-  }
-  return { gbnf: g.gbnf, lazy: true, triggerWords: words, triggerPatterns: patterns, triggerTokens: tokens };
-}
-
 interface Prepared {
+  target: CompletionTarget;
   r: NormalizedChatRequest;
   plan: CompletionPlan;
-  prompt: number[];
-  options: GenerateOptions;
+  request: TargetRequest;
   meta: { id: string; created: number; model: string };
 }
 
-function prepare(context: Context, request: ChatCompletionRequest): Prepared {
-  const model = context.model;
-  const r = normalizeChatRequest(request);
-  const plan = buildCompletionPlan(templateFor(model, r), r, { bos: specialText(model, model.bos), eos: specialText(model, model.eos) });
-  const prompt = Array.from(model.tokenize(plan.prompt, { addSpecial: true, parseSpecial: true }));
-  const options: GenerateOptions = {
+function prepareWith(target: CompletionTarget, r: NormalizedChatRequest, info: TargetChatInfo, options: CompletionOptions): Prepared {
+  const plan = buildCompletionPlan(templateFor(info, r), r, { bos: info.bos, eos: info.eos }, options.templateLimits);
+  const segments = options.specialTokensInMessages === true ? [] : segmentByteRanges(plan.prompt, plan.promptSegments);
+  const request: TargetRequest = {
+    prompt: segments.length > 0 ? { text: plan.prompt, segments } : { text: plan.prompt },
+    grammar: plan.grammar,
+    preservedTokens: plan.chat.preservedTokens,
     ...(r.maxTokens !== undefined ? { maxTokens: r.maxTokens } : {}),
     ...(r.temperature !== undefined ? { temperature: r.temperature } : {}),
     ...(r.topP !== undefined ? { topP: r.topP } : {}),
+    ...(r.topK !== undefined ? { topK: r.topK } : {}),
+    ...(r.minP !== undefined ? { minP: r.minP } : {}),
+    ...(r.repeatPenalty !== undefined ? { repeatPenalty: r.repeatPenalty } : {}),
     ...(r.seed !== undefined ? { seed: r.seed >>> 0 } : {}),
     ...(r.signal !== undefined ? { signal: r.signal } : {}),
-    ...(plan.grammar !== null ? { grammar: grammarOptions(model, plan.grammar) } : {}),
-    // The native sampler keeps only single tokens whole; llama.cpp skips the others too.
-    preservedTokens: plan.chat.preservedTokens.filter((t) => isSingleToken(model, t)),
   };
-  const meta = { id: randomId("chatcmpl-"), created: Math.floor(Date.now() / 1000), model: r.model ?? basename(model.path) };
-  return { r, plan, prompt, options, meta };
+  const meta = { id: randomId("chatcmpl-"), created: Math.floor(Date.now() / 1000), model: r.model ?? info.name };
+  return { target, r, plan, request, meta };
+}
+
+/** Checks the request and builds the plan: at once when the target answers `chatInfo()` synchronously. */
+function prepare(targetLike: CompletionTargetLike, request: ChatCompletionRequest, options: CompletionOptions): Prepared | Promise<Prepared> {
+  const target = completionTarget(targetLike);
+  const r = normalizeChatRequest(request);
+  const info = target.chatInfo();
+  return info instanceof Promise ? info.then((i) => prepareWith(target, r, i, options)) : prepareWith(target, r, info, options);
 }
 
 /** The shared loop: generation -> assembler -> chunks; the last value is the completion. */
-async function* run(context: Context, p: Prepared, onRecord: CompletionOptions["onRecord"]): AsyncGenerator<ChatCompletionChunk, ChatCompletion> {
+async function* run(prepared: Prepared | Promise<Prepared>, onRecord: CompletionOptions["onRecord"]): AsyncGenerator<ChatCompletionChunk, ChatCompletion> {
+  const p = await prepared;
   const assembler = new CompletionAssembler(p.plan.chat, p.meta, { stops: p.r.stop, warnings: p.plan.warnings });
-  const generation = context.generate(p.prompt, p.options);
+  const generation = await p.target.generate(p.request);
   const tokens: number[] = [];
   const pieces: Uint8Array[] = [];
   let stoppedByString = false;
+  let ended = false;
   try {
     yield* assembler.start();
     for await (const { token, piece } of generation) {
@@ -119,10 +98,11 @@ async function* run(context: Context, p: Prepared, onRecord: CompletionOptions["
         break;
       }
     }
+    ended = true;
   } finally {
     // A consumer that stops early (break, return) or an error ends the generation too, and the
-    // context is free again before this returns.
-    if (!generation.done) {
+    // target is free again before this returns.
+    if (!ended) {
       generation.abort();
       await generation.result().catch(() => undefined);
     }
@@ -160,26 +140,28 @@ async function* run(context: Context, p: Prepared, onRecord: CompletionOptions["
   return end.completion;
 }
 
-export function createChatCompletion(context: Context, request: ChatCompletionRequest & { stream: true }, options?: CompletionOptions): ChatCompletionStream;
-export function createChatCompletion(context: Context, request: ChatCompletionRequest & { stream?: false | null }, options?: CompletionOptions): Promise<ChatCompletion>;
-export function createChatCompletion(context: Context, request: ChatCompletionRequest, options?: CompletionOptions): ChatCompletionStream | Promise<ChatCompletion>;
+export function createChatCompletion(target: CompletionTargetLike, request: ChatCompletionRequest & { stream: true }, options?: CompletionOptions): ChatCompletionStream;
+export function createChatCompletion(target: CompletionTargetLike, request: ChatCompletionRequest & { stream?: false | null }, options?: CompletionOptions): Promise<ChatCompletion>;
+export function createChatCompletion(target: CompletionTargetLike, request: ChatCompletionRequest, options?: CompletionOptions): ChatCompletionStream | Promise<ChatCompletion>;
 /**
  * `stream: false` -> a Promise of the `chat.completion`; `stream: true` -> the chunks (an async
  * iterable, consumed once). Request errors throw at once (stream) or reject (non-stream) with
  * ERR_INVALID_REQUEST; `toOpenAIError()` gives OpenAI's error body. An abort ends the stream
  * (after the chunks so far) with ERR_ABORTED.
  */
-export function createChatCompletion(context: Context, request: ChatCompletionRequest, options: CompletionOptions = {}): ChatCompletionStream | Promise<ChatCompletion> {
+export function createChatCompletion(target: CompletionTargetLike, request: ChatCompletionRequest, options: CompletionOptions = {}): ChatCompletionStream | Promise<ChatCompletion> {
   if (request === null || typeof request !== "object" || request.stream !== true) {
     return (async () => {
-      const gen = run(context, prepare(context, request), options.onRecord);
+      const gen = run(prepare(target, request, options), options.onRecord);
       for (;;) {
         const step = await gen.next();
         if (step.done) return step.value;
       }
     })();
   }
-  const prepared = prepare(context, request);
+  const prepared = prepare(target, request, options);
+  // An async target's failure surfaces on the first next(); it must not be an unhandled rejection.
+  if (prepared instanceof Promise) prepared.catch(() => {});
   let settle!: { resolve: (c: ChatCompletion) => void; reject: (e: unknown) => void };
   const done = new Promise<ChatCompletion>((resolve, reject) => (settle = { resolve, reject }));
   done.catch(() => {}); // the iterator reports the error; the promise must not be an unhandled rejection
@@ -189,7 +171,7 @@ export function createChatCompletion(context: Context, request: ChatCompletionRe
     [Symbol.asyncIterator]() {
       if (started) throw new LlamapegError("ERR_INVALID_ARGUMENT", "a completion stream can be iterated once");
       started = true;
-      const gen = run(context, prepared, options.onRecord);
+      const gen = run(prepared, options.onRecord);
       return {
         async next(): Promise<IteratorResult<ChatCompletionChunk>> {
           try {

@@ -16,7 +16,7 @@ export function invalidRequest(param: string, message: string): never {
  */
 export function toOpenAIError(error: unknown): OpenAIErrorBody {
   if (error instanceof LlamapegError) {
-    const request = ["ERR_INVALID_REQUEST", "ERR_SCHEMA_INVALID", "ERR_SCHEMA_UNSUPPORTED", "ERR_TEMPLATE_RENDER", "ERR_INVALID_ARGUMENT"].includes(error.code);
+    const request = ["ERR_INVALID_REQUEST", "ERR_SCHEMA_INVALID", "ERR_SCHEMA_UNSUPPORTED", "ERR_TEMPLATE_RENDER", "ERR_TEMPLATE_LIMIT", "ERR_INVALID_ARGUMENT"].includes(error.code);
     return { error: { message: error.message, type: request ? "invalid_request_error" : "server_error", param: error.where ?? null, code: error.code } };
   }
   const message = error instanceof Error ? error.message : String(error);

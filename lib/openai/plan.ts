@@ -13,13 +13,16 @@
 import { createHash } from "node:crypto";
 
 import { applyChatTemplate, type ApplyChatRequest, type AppliedChatPlan } from "../chat/apply/index.js";
-import type { ChatParser, ChatPlan, GrammarTrigger } from "../chat/plan.js";
+import type { ChatParser, ChatPlan } from "../chat/plan.js";
+import type { PromptSegment } from "../chat/prompt.js";
+import type { TemplateLimits } from "../chat/template/limits.js";
 import { toolParameters, type ChatTool } from "../chat/tools.js";
 import type { PegParseOptions, PegParseResult } from "../peg/parse.js";
 import { PegArena } from "../peg/arena.js";
 import type { PegArenaJson } from "../peg/index.js";
 import { alternativeGrammars, dropGenerationPrompt } from "./gbnf-edit.js";
 import type { NormalizedChatRequest } from "./request.js";
+import type { SamplingGrammar } from "./target.js";
 import { enforceableSchema, sanitizeToolSchemas } from "./tool-schemas.js";
 
 /**
@@ -53,12 +56,7 @@ export class AlternativeParser implements ChatParser {
   }
 }
 
-/** The sampler side of a plan. */
-export interface SamplingGrammar {
-  gbnf: string;
-  lazy: boolean;
-  triggers: GrammarTrigger[];
-}
+export type { SamplingGrammar };
 
 /** Everything about a plan that can be written to JSON and read back (record/replay). */
 export interface PlanRecord {
@@ -75,6 +73,8 @@ export interface PlanRecord {
 
 export interface CompletionPlan {
   prompt: string;
+  /** The message text in `prompt` (tokenized without special-token parsing). */
+  promptSegments: PromptSegment[];
   chat: ChatPlan;
   grammar: SamplingGrammar | null;
   warnings: string[];
@@ -154,7 +154,7 @@ function chatPart(plan: AppliedChatPlan, parser: ChatParser, grammar: SamplingGr
 }
 
 /** Builds (or takes from the cache) the plan for one request on `template`. */
-export function buildCompletionPlan(template: string, r: NormalizedChatRequest, specials: { bos: string; eos: string }): CompletionPlan {
+export function buildCompletionPlan(template: string, r: NormalizedChatRequest, specials: { bos: string; eos: string }, templateLimits?: TemplateLimits): CompletionPlan {
   const key = cacheKey(template, r, specials);
   const cached = cache.get(key);
   const toolPart: ToolPart =
@@ -168,20 +168,22 @@ export function buildCompletionPlan(template: string, r: NormalizedChatRequest, 
   const warnings = toolPart.warnings;
   const useTools = r.toolChoice !== "none" && r.tools.length > 0;
   // With tool_choice "none" the template still shows the tools (as OpenAI does); nothing is sampled from them.
-  const base = applyRequest(r, useTools ? activeTools() : sanitizeToolSchemas(r.tools).tools, specials);
+  const base = { ...applyRequest(r, useTools ? activeTools() : sanitizeToolSchemas(r.tools).tools, specials), ...(templateLimits ? { template_limits: templateLimits } : {}) };
   const toolChoice = r.toolChoice === "function" ? "required" : r.toolChoice;
 
   let prompt: string;
+  let promptSegments: PromptSegment[];
   let part: StructuralPart;
   if (r.responseSchema !== null && useTools) {
     const schemaPlan = applyChatTemplate(template, { ...base, tool_choice: "none", response_format: { type: "json_schema", json_schema: { schema: toolPart.schema! } } });
     const toolsPlan = applyChatTemplate(template, { ...base, tool_choice: "required" });
     prompt = schemaPlan.prompt;
+    promptSegments = schemaPlan.promptSegments ?? [];
     part =
       cached ??
       (() => {
         const grammar: SamplingGrammar | null = r.grammar
-          ? { gbnf: alternativeGrammars(eagerGrammar(schemaPlan), callsOnlyGrammar(toolsPlan, activeTools())), lazy: false, triggers: [] }
+          ? { gbnf: alternativeGrammars(eagerGrammar(schemaPlan), callsOnlyGrammar(toolsPlan, activeTools())), lazy: false, triggers: [], prefill: "" }
           : null;
         const arenas = [schemaPlan.parser, toolsPlan.parser];
         return { chat: chatPart(toolsPlan, new AlternativeParser(arenas), grammar), grammar, warnings, arenas };
@@ -193,14 +195,15 @@ export function buildCompletionPlan(template: string, r: NormalizedChatRequest, 
       ...(r.responseSchema !== null ? { response_format: { type: "json_schema", json_schema: { schema: toolPart.schema! } } } : {}),
     });
     prompt = plan.prompt;
+    promptSegments = plan.promptSegments ?? [];
     part =
       cached ??
       (() => {
         let grammar: SamplingGrammar | null = null;
         if (r.grammar && plan.grammar !== "") {
-          if (useTools && r.callsOnly) grammar = { gbnf: callsOnlyGrammar(plan, activeTools()), lazy: false, triggers: [] };
-          else if (plan.grammarLazy) grammar = { gbnf: plan.grammar, lazy: true, triggers: plan.grammarTriggers };
-          else grammar = { gbnf: eagerGrammar(plan), lazy: false, triggers: [] };
+          if (useTools && r.callsOnly) grammar = { gbnf: callsOnlyGrammar(plan, activeTools()), lazy: false, triggers: [], prefill: "" };
+          else if (plan.grammarLazy) grammar = { gbnf: plan.grammar, lazy: true, triggers: plan.grammarTriggers, prefill: "" };
+          else grammar = { gbnf: eagerGrammar(plan), lazy: false, triggers: [], prefill: "" };
         }
         return { chat: chatPart(plan, new AlternativeParser([plan.parser]), grammar), grammar, warnings, arenas: [plan.parser] };
       })();
@@ -209,9 +212,11 @@ export function buildCompletionPlan(template: string, r: NormalizedChatRequest, 
     if (cache.size >= CACHE_LIMIT) cache.delete(cache.keys().next().value!);
     cache.set(key, { ...part, ...toolPart });
   }
-  const chat: ChatPlan = { ...part.chat, prompt };
+  // the segments belong to this request's prompt, never to the cached part
+  const chat: ChatPlan = { ...part.chat, prompt, promptSegments };
   return {
     prompt,
+    promptSegments,
     chat,
     grammar: part.grammar,
     warnings: [...part.warnings],

@@ -8,6 +8,7 @@ import type { ChatTool } from "../chat/tools.js";
 import { LlamapegError } from "../errors.js";
 import { compileJsonSchema } from "../json-schema/index.js";
 import { invalidRequest } from "./errors.js";
+import { checkRequestFields, resolveAllowedTools, thinkingFromEffort } from "./request-fields.js";
 import type { ChatCompletionRequest } from "./types.js";
 
 const ROLES = new Set(["system", "developer", "user", "assistant", "tool"]);
@@ -27,6 +28,10 @@ export interface NormalizedChatRequest {
   maxTokens: number | undefined;
   temperature: number | undefined;
   topP: number | undefined;
+  /** llama.cpp extensions. */
+  topK: number | undefined;
+  minP: number | undefined;
+  repeatPenalty: number | undefined;
   seed: number | undefined;
   stop: string[];
   stream: boolean;
@@ -142,12 +147,13 @@ function checkResponseFormat(value: unknown): Record<string, unknown> | null {
 
 export function normalizeChatRequest(raw: ChatCompletionRequest): NormalizedChatRequest {
   if (!isObject(raw)) invalidRequest("request", "expected an object");
-  const r = raw as unknown as Record<string, unknown>;
+  checkRequestFields(raw as unknown as Record<string, unknown>);
+  const r = resolveAllowedTools(raw as unknown as Record<string, unknown>);
   const messages = checkMessages(r.messages);
   const tools = checkTools(r.tools);
   const { toolChoice, namedTool } = checkToolChoice(r.tool_choice, tools);
-  const n = optNumber(r, "n", 1, 1, true);
-  void n;
+  const n = optNumber(r, "n", 1, 128, true);
+  if (n !== undefined && n > 1) invalidRequest("n", `only 1 choice per request in this build (got ${n})`);
   const maxTokens = optNumber(r, "max_completion_tokens", 1, 2 ** 31 - 1, true) ?? optNumber(r, "max_tokens", 1, 2 ** 31 - 1, true);
   let stop: string[] = [];
   if (typeof r.stop === "string") stop = [r.stop];
@@ -164,6 +170,10 @@ export function normalizeChatRequest(raw: ChatCompletionRequest): NormalizedChat
     invalidRequest("reasoning_format", `expected "none", "auto" or "deepseek", got ${JSON.stringify(reasoningFormat)}`);
   }
   if (r.chat_template_kwargs !== undefined && !isObject(r.chat_template_kwargs)) invalidRequest("chat_template_kwargs", "expected an object");
+  // reasoning_effort is the thinking switch, unless chat_template_kwargs sets it explicitly.
+  const thinking = thinkingFromEffort(r.reasoning_effort);
+  const kwargs = r.chat_template_kwargs as Record<string, unknown> | undefined;
+  const chatTemplateKwargs = thinking === undefined || kwargs?.enable_thinking !== undefined ? kwargs : { ...kwargs, enable_thinking: thinking };
   if (r.chat_template !== undefined && (typeof r.chat_template !== "string" || r.chat_template === "")) invalidRequest("chat_template", "expected Jinja template text");
   if (r.grammar !== undefined && r.grammar !== false) invalidRequest("grammar", "only false (sample without the grammar) is accepted");
   if (r.model !== undefined && typeof r.model !== "string") invalidRequest("model", "expected a string");
@@ -181,12 +191,15 @@ export function normalizeChatRequest(raw: ChatCompletionRequest): NormalizedChat
     maxTokens,
     temperature: optNumber(r, "temperature", 0, 2),
     topP: optNumber(r, "top_p", 0, 1),
+    topK: optNumber(r, "top_k", 0, 2 ** 30, true),
+    minP: optNumber(r, "min_p", 0, 1),
+    repeatPenalty: optNumber(r, "repeat_penalty", Number.MIN_VALUE, 100),
     seed: optNumber(r, "seed", -(2 ** 53), 2 ** 53, true),
     stop,
     stream,
     includeUsage: isObject(streamOptions) && streamOptions.include_usage === true,
     reasoningFormat: reasoningFormat as ReasoningFormat | undefined,
-    chatTemplateKwargs: r.chat_template_kwargs as Record<string, unknown> | undefined,
+    chatTemplateKwargs,
     chatTemplate: r.chat_template as string | undefined,
     grammar: r.grammar !== false,
     signal: r.signal as AbortSignal | undefined,

@@ -13,7 +13,7 @@ export const SYSTEM_FINGERPRINT = "llamapeg";
 
 /** OpenAI's message: `content` null when the message is only tool calls; empty fields left out. */
 export function completionMessage(m: AssistantMessage): ChatCompletionMessage {
-  const out: ChatCompletionMessage = { role: "assistant", content: m.content === "" && m.tool_calls.length > 0 ? null : m.content };
+  const out: ChatCompletionMessage = { role: "assistant", content: m.content === "" && m.tool_calls.length > 0 ? null : m.content, refusal: null };
   if (m.reasoning_content !== "") out.reasoning_content = m.reasoning_content;
   if (m.tool_calls.length > 0) {
     out.tool_calls = m.tool_calls.map((c) => ({ id: c.id, type: "function", function: { name: c.function.name, arguments: c.function.arguments } }));

@@ -5,27 +5,79 @@
 import type { ChatTool } from "../chat/tools.js";
 import type { ReasoningFormat } from "../chat/apply/index.js";
 
-export type ToolChoice = "auto" | "required" | "none" | { type: "function"; function: { name: string } };
+export type ToolChoice =
+  | "auto"
+  | "required"
+  | "none"
+  | { type: "function"; function: { name: string } }
+  /** Narrows `tools` to these and applies `mode`. */
+  | { type: "allowed_tools"; allowed_tools: { mode: "auto" | "required"; tools: readonly { type: "function"; function: { name: string } }[] | readonly { [key: string]: unknown }[] } }
+  /** Custom (free-text) tools are refused: they have no JSON arguments a grammar can hold. */
+  | { type: "custom"; custom: { name: string } };
 
+/** A tool as a request carries it: function tools are honoured; custom tools are refused (400). */
+export type RequestTool = { type: "function"; function: { name: string; description?: string; parameters?: Record<string, unknown>; strict?: boolean | null } } | ChatTool | { type: "custom"; custom: unknown };
+
+/**
+ * Every field OpenAI's Chat Completions accepts (so `ChatCompletionCreateParams` of the `openai`
+ * package is accepted as is), and the llama.cpp and llamapeg extensions. What each does, and which
+ * are refused with a 400 naming them: `request-fields.ts`.
+ */
 export interface ChatCompletionRequest {
-  messages: unknown[];
+  messages: readonly unknown[];
   /** Echoed in responses; default: the model file name. */
   model?: string;
-  tools?: ChatTool[] | null;
+  tools?: readonly RequestTool[] | null;
   tool_choice?: ToolChoice;
   /** Default false (llama.cpp's default; OpenAI's is true). */
   parallel_tool_calls?: boolean;
-  response_format?: { type: "text" } | { type: "json_object"; schema?: Record<string, unknown> } | { type: "json_schema"; json_schema: { name?: string; schema?: Record<string, unknown>; strict?: boolean } };
+  response_format?:
+    | { type: "text" }
+    | { type: "json_object"; schema?: Record<string, unknown> }
+    | { type: "json_schema"; json_schema: { name?: string; description?: string; schema?: Record<string, unknown>; strict?: boolean | null } };
   max_tokens?: number | null;
   max_completion_tokens?: number | null;
   temperature?: number | null;
   top_p?: number | null;
   seed?: number | null;
-  stop?: string | string[] | null;
+  stop?: string | readonly string[] | null;
   stream?: boolean | null;
-  stream_options?: { include_usage?: boolean } | null;
-  /** Must be 1 when given. */
+  stream_options?: { include_usage?: boolean; include_obfuscation?: boolean } | null;
+  /** 1 (more choices per request: refused in this build). */
   n?: number | null;
+  /** "none": thinking off (chat_template_kwargs.enable_thinking = false); any effort: on. */
+  reasoning_effort?: "none" | "minimal" | "low" | "medium" | "high" | "xhigh" | "max" | null;
+  /** Accepted and ignored by design. */
+  user?: string;
+  safety_identifier?: string | null;
+  metadata?: Record<string, string> | null;
+  service_tier?: string | null;
+  prompt_cache_key?: string | null;
+  prompt_cache_retention?: string | null;
+  prompt_cache_options?: unknown;
+  /** Refused unless neutral (0, {}, false): not in this build's sampler yet. */
+  frequency_penalty?: number | null;
+  presence_penalty?: number | null;
+  logit_bias?: Record<string, number> | null;
+  logprobs?: boolean | null;
+  top_logprobs?: number | null;
+  /** Refused unless neutral (false, ["text"]). */
+  store?: boolean | null;
+  modalities?: readonly ("text" | "audio")[] | null;
+  /** Refused: no meaning for a local text model. */
+  audio?: unknown;
+  prediction?: unknown;
+  web_search_options?: unknown;
+  verbosity?: "low" | "medium" | "high" | null;
+  moderation?: unknown;
+  functions?: readonly unknown[];
+  function_call?: unknown;
+  /** llama.cpp: top-k sampling (0 disables). Default 40. */
+  top_k?: number | null;
+  /** llama.cpp: min-p sampling (0 disables). Default 0.05. */
+  min_p?: number | null;
+  /** llama.cpp: repeat penalty over the last 64 tokens (1 disables). Default 1. */
+  repeat_penalty?: number | null;
   reasoning_format?: ReasoningFormat;
   chat_template_kwargs?: Record<string, unknown>;
   /** llamapeg: a Jinja chat template used instead of the model's. */
@@ -44,6 +96,8 @@ export interface ChatCompletionRequest {
 export interface ChatCompletionMessage {
   role: "assistant";
   content: string | null;
+  /** OpenAI's field for a refused answer: a local model never refuses through it. */
+  refusal: null;
   reasoning_content?: string;
   tool_calls?: { id: string; type: "function"; function: { name: string; arguments: string } }[];
 }

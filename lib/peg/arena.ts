@@ -140,8 +140,18 @@ export class PegStreamParser {
     return this.compiled().parseIncremental(this.session, this.arena.root, input, options);
   }
 
+  /**
+   * Parses the previous input followed by `piece` (a stream fed piece by piece): the same result as
+   * `parse(previous + piece)`, without comparing the previous input again, so the cost does not grow
+   * with its length. The input parsed is `result.ast.input`; after `reset()` the previous input is empty.
+   */
+  extend(piece: Uint8Array, options: PegParseOptions = {}): PegParseResult {
+    if (this.arena.root === INVALID_NODE_ID) throw new LlamapegError("ERR_PEG_INVALID", "no root parser set", { where: "root" });
+    return this.compiled().extendIncremental(this.session, this.arena.root, piece, options);
+  }
+
   /** Forgets the previous input (the next parse starts from scratch). */
   reset(): void {
-    this.session.input = undefined;
+    this.session.forget();
   }
 }

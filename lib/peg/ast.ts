@@ -36,8 +36,39 @@ export interface PegAstNodeJson {
 }
 
 /**
- * Growable columnar storage for AST nodes (typed arrays, no object per node). Children of node i are
- * `kids[kidStart[i] .. kidStart[i] + kidCount[i])`.
+ * Children that a stream parser's resumed repetition shares with earlier parses: `ids[0..n)` (an
+ * append-only array: later parses only write past `n`), inserted after the node's first `at` own kids.
+ * @internal
+ */
+export interface KidRun {
+  readonly ids: Int32Array;
+  readonly n: number;
+  readonly at: number;
+}
+
+/**
+ * Marks a run on the parse stack: `RUN_MARK, entry, n` (three slots) stands for the first `n` AST ids
+ * of repetition entry `entry` (see `resumeRepetition` in parse.ts), so a resumed repetition does not
+ * push, and its parent node does not copy, every finished iteration again on each parse.
+ * @internal
+ */
+export const RUN_MARK = -1;
+
+/** Where the ids of a run marker live (the stream session's repetition entries). @internal */
+export interface RunSource {
+  readonly ids: Int32Array;
+  readonly tagged: boolean;
+}
+
+/** Node flags: the parser needed more input; its parse did not look at the end of the input; the node or a descendant has a tag. @internal */
+export const PARTIAL = 1;
+export const SETTLED = 2;
+export const TAGGED = 4;
+
+/**
+ * Growable columnar storage for AST nodes (no object per node). Children of node i are
+ * `kids[kidStart[i] .. kidStart[i] + kidCount[i])`, with `run[i]` (when set) inserted after the
+ * first `run[i].at` of them.
  * @internal
  */
 export class AstBuffers {
@@ -47,23 +78,83 @@ export class AstBuffers {
   tag: string[] = [];
   start: number[] = [];
   end: number[] = [];
-  partial: boolean[] = [];
+  /** per node: PARTIAL | SETTLED | TAGGED bits */
+  flags: number[] = [];
   kidStart: number[] = [];
   kidCount: number[] = [];
+  run: (KidRun | null)[] = [];
   kids: number[] = [];
 
-  add(rule: string, tag: string, start: number, end: number, partial: boolean, stack: Int32Array, from: number, to: number): PegAstId {
+  add(
+    rule: string,
+    tag: string,
+    start: number,
+    end: number,
+    partial: boolean,
+    settled: boolean,
+    stack: Int32Array,
+    from: number,
+    to: number,
+    runs: readonly RunSource[],
+  ): PegAstId {
     const id = this.size++;
+    const kids = this.kids;
+    const kidStart = kids.length;
+    const flags = this.flags;
+    let tagged = tag !== "";
+    let run: KidRun | null = null;
+    for (let i = from; i < to; i++) {
+      const k = stack[i]!;
+      if (k !== RUN_MARK) {
+        kids.push(k);
+        if (!tagged && (flags[k]! & TAGGED) !== 0) tagged = true;
+        continue;
+      }
+      const src = runs[stack[i + 1]!]!;
+      const n = stack[i + 2]!;
+      i += 2;
+      if (src.tagged) tagged = true;
+      if (run === null) run = { ids: src.ids, n, at: kids.length - kidStart };
+      else for (let j = 0; j < n; j++) kids.push(src.ids[j]!); // a second run in one node is copied
+    }
     this.rule.push(rule);
     this.tag.push(tag);
     this.start.push(start);
     this.end.push(end);
-    this.partial.push(partial);
-    this.kidStart.push(this.kids.length);
-    this.kidCount.push(to - from);
-    for (let i = from; i < to; i++) this.kids.push(stack[i]!);
+    flags.push((partial ? PARTIAL : 0) | (settled ? SETTLED : 0) | (tagged ? TAGGED : 0));
+    this.kidStart.push(kidStart);
+    this.kidCount.push(kids.length - kidStart);
+    this.run.push(run);
     return id;
   }
+}
+
+/** Appends the AST ids of `stack[from..to)` to `out` (from `at`), expanding run markers; returns the new length. @internal */
+export function expandStack(stack: Int32Array, from: number, to: number, runs: readonly RunSource[], out: Int32Array | number[], at: number): number {
+  for (let i = from; i < to; i++) {
+    const k = stack[i]!;
+    if (k !== RUN_MARK) {
+      out[at++] = k;
+      continue;
+    }
+    const src = runs[stack[i + 1]!]!;
+    const n = stack[i + 2]!;
+    i += 2;
+    for (let j = 0; j < n; j++) out[at++] = src.ids[j]!;
+  }
+  return at;
+}
+
+/** Number of AST ids `stack[from..to)` stands for. @internal */
+export function stackIdCount(stack: Int32Array, from: number, to: number): number {
+  let n = 0;
+  for (let i = from; i < to; i++) {
+    if (stack[i] === RUN_MARK) {
+      n += stack[i + 2]!;
+      i += 2;
+    } else n++;
+  }
+  return n;
 }
 
 export class PegAst {
@@ -113,13 +204,64 @@ export class PegAst {
 
   isPartial(id: PegAstId): boolean {
     this.check(id);
-    return this.buf.partial[id]!;
+    return (this.buf.flags[id]! & PARTIAL) !== 0;
   }
 
   children(id: PegAstId): PegAstId[] {
     this.check(id);
-    const from = this.buf.kidStart[id]!;
-    return this.buf.kids.slice(from, from + this.buf.kidCount[id]!);
+    const b = this.buf;
+    const from = b.kidStart[id]!;
+    const run = b.run[id]!;
+    if (run === null) return b.kids.slice(from, from + b.kidCount[id]!);
+    const out = b.kids.slice(from, from + run.at);
+    for (let j = 0; j < run.n; j++) out.push(run.ids[j]!);
+    for (let i = from + run.at, e = from + b.kidCount[id]!; i < e; i++) out.push(b.kids[i]!);
+    return out;
+  }
+
+  /** Number of children of `id` (without building the list). */
+  childCount(id: PegAstId): number {
+    this.check(id);
+    const run = this.buf.run[id]!;
+    return this.buf.kidCount[id]! + (run === null ? 0 : run.n);
+  }
+
+  /** The `i`-th child of `id`. */
+  child(id: PegAstId, i: number): PegAstId {
+    this.check(id);
+    const b = this.buf;
+    const run = b.run[id]!;
+    const from = b.kidStart[id]!;
+    if (run !== null && i >= run.at) {
+      if (i < run.at + run.n) return run.ids[i - run.at]!;
+      i -= run.n;
+    }
+    if (!(i >= 0 && i < b.kidCount[id]!)) throw new RangeError(`AST node ${id} has no child ${i}`);
+    return b.kids[from + i]!;
+  }
+
+  /**
+   * Whether the node's parse never looked at the end of the input. Such a node holds for any longer
+   * input: a stream parser's later parses that reach the same rule at the same position reuse it (same
+   * id), so a consumer of successive streamed ASTs can skip what it already read under it.
+   */
+  isSettled(id: PegAstId): boolean {
+    this.check(id);
+    return (this.buf.flags[id]! & SETTLED) !== 0;
+  }
+
+  /** Whether the node or one of its descendants has a tag (false: a tag-driven reader can skip the subtree). */
+  hasTags(id: PegAstId): boolean {
+    this.check(id);
+    return (this.buf.flags[id]! & TAGGED) !== 0;
+  }
+
+  /**
+   * Identifies the node store: results of one stream parser share it (and their node ids) until the
+   * parser starts over; a fresh parse has its own. Compare with `===`.
+   */
+  get store(): object {
+    return this.buf;
   }
 
   /** Decoded text of a node (U+FFFD for incomplete or invalid UTF-8). */

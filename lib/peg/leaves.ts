@@ -6,7 +6,19 @@
 import type { PegNode } from "./nodes.js";
 import { FAIL, NEED_MORE_INPUT, type ParseFn, type ParseState, SUCCESS, type Status } from "./state.js";
 import { CodepointTrie, TRIE_NO_MATCH, TRIE_PARTIAL_MATCH } from "./trie.js";
-import { UTF8_INCOMPLETE, UTF8_INVALID, decodeUtf8At, utf8Encode } from "./utf8.js";
+import { UTF8_INCOMPLETE, UTF8_INVALID, decodeUtf8At, utf8Encode, utf8Stray } from "./utf8.js";
+
+/**
+ * `decodeUtf8At` for the scanning leaves: in a `lossyUtf8` parse a stray byte (invalid, or a cut
+ * sequence the bytes present already rule out) reads as U+FFFD, one byte long.
+ */
+function decodeAt(s: ParseState, inp: Uint8Array, p: number): number {
+  const st = decodeUtf8At(inp, p, s.tmp);
+  if (st === 0 || !s.lossy || p >= inp.length || (st === UTF8_INCOMPLETE && !utf8Stray(inp, p))) return st;
+  s.tmp.cp = 0xfffd;
+  s.tmp.len = 1;
+  return 0;
+}
 
 export function compileChars(node: Extract<PegNode, { kind: "chars" }>): ParseFn {
   const { ranges, negated, min, max } = node;
@@ -41,7 +53,7 @@ export function compileChars(node: Extract<PegNode, { kind: "chars" }>): ParseFn
         matches = ascii[b] === 1;
         n = 1;
       } else {
-        const st = decodeUtf8At(inp, p, s.tmp);
+        const st = decodeAt(s, inp, p);
         if (st === UTF8_INCOMPLETE) {
           s.eof = true;
           if (count >= min) {
@@ -143,7 +155,7 @@ export function compileStringContent(delimiter: string, id: number): ParseFn {
         p++;
         continue;
       }
-      const st = decodeUtf8At(inp, p, s.tmp);
+      const st = decodeAt(s, inp, p);
       if (st === UTF8_INCOMPLETE) {
         s.eof = true;
         s.resume = p;
@@ -179,7 +191,7 @@ export function compileUntil(delimiters: readonly string[], id: number): ParseFn
       const b = inp[p]!;
       let n = 1;
       if (b >= 0x80) {
-        const st = decodeUtf8At(inp, p, s.tmp);
+        const st = decodeAt(s, inp, p);
         if (st === UTF8_INCOMPLETE) {
           s.eof = true;
           s.resume = p;
@@ -197,7 +209,7 @@ export function compileUntil(delimiters: readonly string[], id: number): ParseFn
         n = s.tmp.len;
       }
       if (first[b] === 1) {
-        const m = trie.checkAt(inp, p, s.tmp2);
+        const m = trie.checkAt(inp, p, s.tmp2, s.lossy);
         if (m !== TRIE_NO_MATCH) {
           if (m === TRIE_PARTIAL_MATCH) {
             // a delimiter prefix running into the end (or into bytes that do not decode)

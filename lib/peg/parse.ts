@@ -9,7 +9,7 @@
  * - AST node ids produced on the way to a result live on one shared stack instead of per-result vectors.
  */
 import { LlamapegError } from "../errors.js";
-import { AstBuffers, PegAst } from "./ast.js";
+import { AstBuffers, PegAst, TAGGED, expandStack, stackIdCount } from "./ast.js";
 import { dumpNode } from "./dump.js";
 import { type FirstSet, firstBytes } from "./first.js";
 import { compileChars, compileStringContent, compileUntil } from "./leaves.js";
@@ -27,7 +27,7 @@ import {
   type Status,
   TYPE_NAMES,
 } from "./state.js";
-import { UTF8_INCOMPLETE, UTF8_INVALID, decodeUtf8At, isCSpace, utf8Encode } from "./utf8.js";
+import { UTF8_INCOMPLETE, UTF8_INVALID, UTF8_SUCCESS, decodeUtf8At, isCSpace, utf8Encode, utf8Stray } from "./utf8.js";
 
 export { FAIL, NEED_MORE_INPUT, SUCCESS, type PegParseOptions, type PegParseResult, type PegParseType } from "./state.js";
 
@@ -64,17 +64,32 @@ export class CompiledParser {
    */
   parseIncremental(session: IncrementalSession, root: PegNodeId, input: string | Uint8Array, options: PegParseOptions = {}): PegParseResult {
     const bytes = typeof input === "string" ? utf8Encode(input) : input;
-    const partial = options.partial === true;
     const prev = session.input;
+    const continues = prev !== undefined && bytes.length >= prev.length && Buffer.compare(bytes.subarray(0, prev.length), prev) === 0;
+    const result = this.parseSession(session, root, bytes, options, continues);
+    session.remember(bytes, continues);
+    return result;
+  }
+
+  /**
+   * Parses the session's previous input followed by `piece`, without comparing the previous input
+   * again (the session holds its own copy). The input parsed is `result.ast.input`.
+   */
+  extendIncremental(session: IncrementalSession, root: PegNodeId, piece: Uint8Array, options: PegParseOptions = {}): PegParseResult {
+    const continues = session.input !== undefined;
+    return this.parseSession(session, root, session.append(piece), options, continues);
+  }
+
+  private parseSession(session: IncrementalSession, root: PegNodeId, bytes: Uint8Array, options: PegParseOptions, extendsPrevious: boolean): PegParseResult {
+    const partial = options.partial === true;
+    const lossy = options.lossyUtf8 === true;
     const continues =
-      prev !== undefined &&
+      extendsPrevious &&
       session.partial === partial &&
+      session.lossy === lossy &&
       session.root === root &&
       (options.start ?? 0) === session.start &&
-      bytes.length >= prev.length &&
-      Buffer.compare(bytes.subarray(0, prev.length), prev) === 0 &&
-      // nodes of abandoned parses pile up in the shared buffers; start over once they dominate (a
-      // node re-created on every parse, such as a long open JSON array, re-lists all its children)
+      // nodes of abandoned parses pile up in the shared buffers; start over once they dominate
       session.ast.size <= 4 * (bytes.length + 256) &&
       session.ast.kids.length <= 16 * (bytes.length + 256);
     if (continues) {
@@ -89,11 +104,12 @@ export class CompiledParser {
       result = this.run(root, bytes, options, session.scratch, session.ast, true);
     } catch (e) {
       // the memo may hold entries computed on this input: the next parse must not trust them
-      session.input = undefined;
+      session.trusted = false;
       throw e;
     }
-    session.remember(bytes, continues);
+    session.trusted = true;
     session.partial = partial;
+    session.lossy = lossy;
     session.root = root;
     session.start = options.start ?? 0;
     return result;
@@ -107,7 +123,7 @@ export class CompiledParser {
     }
     const trace = options.debug === true ? (line: string) => process.stderr.write(line + "\n") : options.debug || undefined;
     const fns = trace ? (this.tracedFns ??= compileAll(this.nodes, this.rules, true)) : this.fns;
-    const s = new ParseState(bytes, options.partial === true, trace, scratch, ast, incremental);
+    const s = new ParseState(bytes, options.partial === true, trace, scratch, ast, incremental, options.lossyUtf8 === true);
     let status: Status;
     try {
       status = fns[root]!(s, start);
@@ -117,7 +133,8 @@ export class CompiledParser {
       }
       throw e;
     }
-    const roots = Array.from(s.stack.subarray(0, s.sp));
+    const roots: number[] = new Array<number>(stackIdCount(s.stack, 0, s.sp));
+    expandStack(s.stack, 0, s.sp, s.reps, roots, 0);
     scratch.stack = s.stack;
     return { type: TYPE_NAMES[status]!, start, end: s.end, ast: new PegAst(bytes, roots, s.ast) };
   }
@@ -127,23 +144,52 @@ export class CompiledParser {
 export class IncrementalSession {
   readonly scratch = new Scratch();
   ast = new AstBuffers();
-  /** a copy of the previous input (a view of `buf`), undefined when the next parse starts over */
-  input: Uint8Array | undefined;
+  /** the memo and AST buffers hold the parse of the held input (false: the next parse starts over) */
+  trusted = false;
   partial = false;
+  lossy = false;
   root = -1;
   start = 0;
-  /** grows by doubling, so remembering a longer input copies only the new bytes */
+  /** a copy of the input parsed last, `buf[0..len)`; grows by doubling, so each parse copies only the new bytes */
   private buf = new Uint8Array(0);
+  private len = 0;
 
+  /** The previous input when its parse can be continued, else undefined. */
+  get input(): Uint8Array | undefined {
+    return this.trusted ? this.buf.subarray(0, this.len) : undefined;
+  }
+
+  /** Forgets the previous input. */
+  forget(): void {
+    this.trusted = false;
+    this.len = 0;
+  }
+
+  private reserve(n: number): void {
+    if (n <= this.buf.length) return;
+    const bigger = new Uint8Array(Math.max(n, 2 * this.buf.length, 1024));
+    bigger.set(this.buf.subarray(0, this.len));
+    this.buf = bigger;
+  }
+
+  /** Holds a copy of `bytes` (only the bytes past the previous input when it is their prefix). */
   remember(bytes: Uint8Array, extendsPrevious: boolean): void {
-    const have = extendsPrevious ? this.input!.length : 0;
-    if (bytes.length > this.buf.length) {
-      const bigger = new Uint8Array(Math.max(bytes.length, 2 * this.buf.length, 1024));
-      bigger.set(this.buf.subarray(0, have));
-      this.buf = bigger;
-    }
+    const have = extendsPrevious ? this.len : 0;
+    if (!extendsPrevious) this.len = 0;
+    this.reserve(bytes.length);
     this.buf.set(bytes.subarray(have), have);
-    this.input = this.buf.subarray(0, bytes.length);
+    this.len = bytes.length;
+  }
+
+  /**
+   * Appends `piece` to the held input and returns the whole input (a view that later appends do not
+   * change: they write past its end, or into a new buffer).
+   */
+  append(piece: Uint8Array): Uint8Array {
+    this.reserve(this.len + piece.length);
+    this.buf.set(piece, this.len);
+    this.len += piece.length;
+    return this.buf.subarray(0, this.len);
   }
 }
 
@@ -303,6 +349,10 @@ function compileNode(
     case "any":
       return (s, pos) => {
         const st = decodeUtf8At(s.input, pos, s.tmp);
+        if (st !== UTF8_SUCCESS && s.lossy && pos < s.len && (st === UTF8_INVALID || utf8Stray(s.input, pos))) {
+          s.end = pos + 1; // a stray byte reads as U+FFFD
+          return SUCCESS;
+        }
         if (st === UTF8_INCOMPLETE) {
           s.eof = true;
           s.end = pos;
@@ -355,7 +405,7 @@ function compileNode(
         s.eof = outerEof || sawEof;
         let nodeId = -1;
         if (r !== FAIL) {
-          nodeId = s.addNode(name, "", pos, s.end, mark, r === NEED_MORE_INPUT);
+          nodeId = s.addNode(name, "", pos, s.end, mark, r === NEED_MORE_INPUT, !sawEof);
           s.push(nodeId);
         }
         memo.insert(ruleIdx, pos, r, s.end, nodeId, sawEof);
@@ -364,10 +414,29 @@ function compileNode(
     }
     case "tag": {
       const { child, tag } = node;
+      // Inside a stream session a tag's result is memoized like a rule's (key `-1 - id`), so a settled
+      // tagged node keeps its id across parses and a reader of successive ASTs can tell it is the same.
+      const key = -1 - id;
       return (s, pos) => {
+        const memo = s.memo;
+        if (s.incremental && memo.find(key, pos)) {
+          s.end = memo.end;
+          if (memo.eof) s.eof = true;
+          if (memo.status !== FAIL) s.push(memo.node);
+          return memo.status as Status;
+        }
         const mark = s.sp;
+        const outerEof = s.eof;
+        s.eof = false;
         const r = fns[child]!(s, pos);
-        if (r !== FAIL) s.push(s.addNode("", tag, pos, s.end, mark, r === NEED_MORE_INPUT));
+        const sawEof = s.eof;
+        s.eof = outerEof || sawEof;
+        let nodeId = -1;
+        if (r !== FAIL) {
+          nodeId = s.addNode("", tag, pos, s.end, mark, r === NEED_MORE_INPUT, !sawEof);
+          s.push(nodeId);
+        }
+        if (s.incremental) memo.insert(key, pos, r, s.end, nodeId, sawEof);
         return r;
       };
     }
@@ -466,31 +535,40 @@ function resumeRepetition(s: ParseState, pos: number, id: PegNodeId, loop: Repet
   const key = -1 - id;
   const mark = s.sp;
   let entry: RepetitionResume | undefined;
+  let entryIndex = -1;
   let p = pos;
   let count = 0;
   if (memo.findAny(key, pos)) {
-    entry = s.reps[memo.node]!;
-    for (let i = 0; i < entry.n; i++) s.push(entry.ids[i]!);
+    entryIndex = memo.node;
+    entry = s.reps[entryIndex]!;
+    // one marker for the entry's ids: its parent node shares them instead of copying (KidRun)
+    if (entry.n > 0) s.pushRun(entryIndex, entry.n);
     p = entry.pos;
     count = entry.count;
   }
+  const base = s.sp;
   const outerEof = s.eof;
   s.eof = false;
   const r = loop(s, pos, mark, p, count);
   s.eof = outerEof || s.eof;
   if (s.repCount > count) {
-    const n = s.repSp - mark;
+    // the stable iterations this call added are stack[base..repSp): append their ids to the entry
+    const add = stackIdCount(s.stack, base, s.repSp);
     if (entry === undefined) {
-      entry = { count: 0, pos, ids: new Int32Array(Math.max(16, n)), n: 0 };
+      entry = { count: 0, pos, ids: new Int32Array(Math.max(16, add)), n: 0, tagged: false };
       memo.insert(key, pos, FAIL, pos, s.reps.length, false);
       s.reps.push(entry);
-    } else if (entry.ids.length < n) {
-      const bigger = new Int32Array(Math.max(n, 2 * entry.ids.length));
+    } else if (entry.ids.length < entry.n + add) {
+      // a new array: AST nodes made earlier keep the old one (its first `n` ids never change)
+      const bigger = new Int32Array(Math.max(entry.n + add, 2 * entry.ids.length));
       bigger.set(entry.ids.subarray(0, entry.n));
       entry.ids = bigger;
     }
-    // the first `entry.n` ids on the stack are the ones pushed from the entry
-    entry.ids.set(s.stack.subarray(mark + entry.n, mark + n), entry.n);
+    const n = expandStack(s.stack, base, s.repSp, s.reps, entry.ids, entry.n);
+    if (!entry.tagged) {
+      const flags = s.ast.flags;
+      for (let i = entry.n; i < n; i++) if ((flags[entry.ids[i]!]! & TAGGED) !== 0) entry.tagged = true;
+    }
     entry.n = n;
     entry.count = s.repCount;
     entry.pos = s.repPos;

@@ -2,7 +2,7 @@
  * The mutable state of one parse and the result codes every compiled parser returns. Shared by the
  * compiler (parse.ts) and the leaf matchers (leaves.ts).
  */
-import type { AstBuffers, PegAst, PegAstId } from "./ast.js";
+import { type AstBuffers, type PegAst, type PegAstId, RUN_MARK } from "./ast.js";
 import { MemoTable } from "./memo.js";
 
 export const FAIL = 0;
@@ -23,6 +23,13 @@ export interface PegParseOptions {
   start?: number;
   /** Trace every parser call: `true` writes to stderr, a function receives each line. */
   debug?: boolean | ((line: string) => void);
+  /**
+   * Read each byte that is not part of a well-formed UTF-8 sequence as one character U+FFFD, instead
+   * of failing where a parser expects a character (the reference fails). Stray bytes in a model's
+   * output then stay text (content, a string argument) rather than breaking the parse of what
+   * follows. A sequence cut by the end of the input is still incomplete, not invalid. Default false.
+   */
+  lossyUtf8?: boolean;
 }
 
 export interface PegParseResult {
@@ -51,9 +58,11 @@ export interface RepetitionResume {
   count: number;
   /** where the next iteration starts */
   pos: number;
-  /** AST ids those iterations pushed, `ids[0..n)` */
+  /** AST ids those iterations pushed, `ids[0..n)`; append-only (AST nodes share the prefix, see `KidRun`) */
   ids: Int32Array;
   n: number;
+  /** one of those nodes has a tag (or a tagged descendant) */
+  tagged: boolean;
 }
 
 /** Mutable state of one parse. One class so every closure sees the same object shape. */
@@ -61,6 +70,8 @@ export class ParseState {
   readonly input: Uint8Array;
   readonly len: number;
   readonly lenient: boolean;
+  /** `lossyUtf8`: an invalid byte reads as U+FFFD (one byte long) */
+  readonly lossy: boolean;
   /**
    * A stream-parser parse: the input extends the previous one of the same session, so scanning leaves
    * keep their results (and where an end-of-input scan stopped) in the memo across parses.
@@ -100,10 +111,12 @@ export class ParseState {
     scratch: Scratch,
     ast: AstBuffers,
     incremental = false,
+    lossy = false,
   ) {
     this.input = input;
     this.len = input.length;
     this.lenient = lenient;
+    this.lossy = lossy;
     this.incremental = incremental;
     this.trace = trace;
     this.memo = scratch.memo;
@@ -121,9 +134,24 @@ export class ParseState {
     this.stack[this.sp++] = id;
   }
 
-  /** Creates an AST node whose children are the ids above `mark` on the stack, and pops them. */
-  addNode(rule: string, tag: string, start: number, end: number, mark: number, partial: boolean): PegAstId {
-    const id = this.ast.add(rule, tag, start, end, partial, this.stack, mark, this.sp);
+  /** Pushes a run marker: the first `n` ids of repetition entry `entry` (see `RUN_MARK`). */
+  pushRun(entry: number, n: number): void {
+    if (this.sp + 3 > this.stack.length) {
+      const bigger = new Int32Array(this.stack.length * 2 + 3);
+      bigger.set(this.stack);
+      this.stack = bigger;
+    }
+    this.stack[this.sp++] = RUN_MARK;
+    this.stack[this.sp++] = entry;
+    this.stack[this.sp++] = n;
+  }
+
+  /**
+   * Creates an AST node whose children are the ids above `mark` on the stack, and pops them.
+   * `settled`: the node's parse did not look at the end of the input.
+   */
+  addNode(rule: string, tag: string, start: number, end: number, mark: number, partial: boolean, settled: boolean): PegAstId {
+    const id = this.ast.add(rule, tag, start, end, partial, settled, this.stack, mark, this.sp, this.reps);
     this.sp = mark;
     return id;
   }

@@ -3,7 +3,7 @@
  * (`common/trie.{h,cpp}`): states are numbered in insertion order and children are visited in
  * ascending code-point order, because GBNF rule names (`until-7-03`) are derived from state numbers.
  */
-import { UTF8_SUCCESS, codepointsOf, decodeUtf8At, utf8Encode } from "./utf8.js";
+import { UTF8_INCOMPLETE, UTF8_SUCCESS, codepointsOf, decodeUtf8At, utf8Encode, utf8Stray } from "./utf8.js";
 
 export const TRIE_NO_MATCH = 0;
 export const TRIE_PARTIAL_MATCH = 1;
@@ -50,11 +50,17 @@ export class CodepointTrie {
    * Does a delimiter start at `pos`? COMPLETE when one fully matches, PARTIAL when the input ends (or
    * stops being decodable) while still inside a delimiter, NO_MATCH otherwise.
    */
-  checkAt(input: Uint8Array, pos: number, tmp: { cp: number; len: number }): TrieMatch {
+  checkAt(input: Uint8Array, pos: number, tmp: { cp: number; len: number }, lossy = false): TrieMatch {
     let cur = 0;
     const n = input.length;
     while (pos < n) {
-      if (decodeUtf8At(input, pos, tmp) !== UTF8_SUCCESS) break;
+      const st = decodeUtf8At(input, pos, tmp);
+      if (st !== UTF8_SUCCESS) {
+        // lossy reading: a stray byte is U+FFFD (which no delimiter continues with, unless it has one)
+        if (!lossy || (st === UTF8_INCOMPLETE && !utf8Stray(input, pos))) break;
+        tmp.cp = 0xfffd;
+        tmp.len = 1;
+      }
       const next = this.children[cur]!.get(tmp.cp);
       if (next === undefined) return TRIE_NO_MATCH;
       cur = next;

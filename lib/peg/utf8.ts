@@ -55,6 +55,16 @@ export function decodeUtf8At(input: Uint8Array, offset: number, out: { cp: numbe
   return UTF8_INVALID;
 }
 
+/**
+ * Lossy reading (`lossyUtf8`): whether the sequence at `offset`, which `decodeUtf8At` found incomplete,
+ * is already ruled out by the bytes present (a byte after the lead that is not a continuation byte),
+ * so it is a stray byte whatever follows. False at the end of the input.
+ */
+export function utf8Stray(input: Uint8Array, offset: number): boolean {
+  for (let i = offset + 1; i < input.length; i++) if ((input[i]! & 0xc0) !== 0x80) return true;
+  return false;
+}
+
 /** Code points of a UTF-8 string, stopping at the first incomplete/invalid sequence (as the reference's trie does). */
 export function codepointsOf(bytes: Uint8Array): number[] {
   const out: number[] = [];

@@ -1,15 +1,18 @@
 /**
  * Random-weight qwen2 test models, written by our own GGUF writer: the real Qwen2 tokenizer
- * (copied from llama.cpp's ggml-vocab-qwen2.gguf) and the Qwen2.5 chat template, with weights
- * that are deterministic by seed. Tests and the demo create them on first use in a cache folder.
+ * (llama.cpp's ggml-vocab-qwen2.gguf, shipped brotli-compressed in assets/) and the Qwen2.5 chat
+ * template, with weights that are deterministic by seed. Tests and the demo create them on first
+ * use in the user's cache folder (lib/paths.ts).
  */
 import { createHash, randomBytes } from "node:crypto";
 import { existsSync, readFileSync, renameSync, rmSync } from "node:fs";
 import { mkdir, open, rm, stat } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { brotliDecompressSync } from "node:zlib";
 import { LlamapegError } from "../errors.js";
-import { readGgufFileSync, writeGgufFile } from "../gguf/index.js";
+import { parseGguf, writeGgufFile } from "../gguf/index.js";
+import { modelsCacheDir } from "../paths.js";
 import { buildQwen2, countParameters, type TestModelOptions } from "./qwen2.js";
 
 export type { TestModelOptions } from "./qwen2.js";
@@ -43,9 +46,10 @@ export const TEST_MODEL_PRESETS: Readonly<Record<TestModelSize, TestModelOptions
 };
 
 export interface TestModelPaths {
-  /** ggml-vocab-qwen2.gguf; default from LLAMA_CPP_DIR or <package>/vendor/llama.cpp. */
+  /** A vocabulary GGUF (`.gguf`, or brotli-compressed `.gguf.br`); default: the package's
+   * assets/ggml-vocab-qwen2.gguf.br. */
   vocabPath?: string;
-  /** The chat template file; default Qwen-Qwen2.5-7B-Instruct.jinja from the same tree. */
+  /** The chat template file; default: assets/Qwen-Qwen2.5-7B-Instruct.jinja. */
   chatTemplatePath?: string;
 }
 
@@ -53,12 +57,12 @@ export interface TestModelPaths {
 export function writeTestModel(path: string, options: Partial<TestModelOptions> = {}, paths: TestModelPaths = {}): void {
   const full = { ...TEST_MODEL_PRESETS.tiny, ...options };
   const sources = loadSources(paths);
-  const { metadata, tensors } = buildQwen2(full, { vocab: readGgufFileSync(sources.vocabPath), chatTemplate: sources.chatTemplate });
+  const { metadata, tensors } = buildQwen2(full, { vocab: parseGguf(sources.vocab), chatTemplate: sources.chatTemplate });
   writeGgufFile(path, { metadata, tensors });
 }
 
 export interface EnsureTestModelOptions extends TestModelPaths {
-  /** Default: env LLAMAPEG_CACHE_DIR, else <package root>/.cache/models. */
+  /** Default: <cache>/models, the cache being LLAMAPEG_CACHE_DIR or the user's cache folder (lib/paths.ts). */
   cacheDir?: string;
   /** Overrides on top of the preset (seed, weightType...): they change the file name too. */
   overrides?: Partial<TestModelOptions>;
@@ -74,7 +78,7 @@ export async function ensureTestModel(size: TestModelSize, options: EnsureTestMo
   if (preset === undefined) throw new LlamapegError("ERR_INVALID_ARGUMENT", `unknown test model size ${JSON.stringify(size)} (tiny | small)`, { where: "size" });
   const full: TestModelOptions = { ...preset, ...options.overrides };
   const sources = loadSources(options);
-  const cacheDir = resolve(options.cacheDir ?? process.env.LLAMAPEG_CACHE_DIR ?? join(packageRoot(), ".cache", "models"));
+  const cacheDir = resolve(options.cacheDir ?? modelsCacheDir());
   const file = join(cacheDir, `qwen2-${size}-${testModelHash(full, sources)}.gguf`);
   if (existsSync(file)) return file;
   await mkdir(cacheDir, { recursive: true });
@@ -92,8 +96,7 @@ export async function ensureTestModel(size: TestModelSize, options: EnsureTestMo
     if (existsSync(file)) return file;
     const tmp = `${file}.tmp-${process.pid}-${randomBytes(4).toString("hex")}`;
     try {
-      const vocab = readGgufFileSync(sources.vocabPath);
-      const { metadata, tensors } = buildQwen2(full, { vocab, chatTemplate: sources.chatTemplate });
+      const { metadata, tensors } = buildQwen2(full, { vocab: parseGguf(sources.vocab), chatTemplate: sources.chatTemplate });
       writeGgufFile(tmp, { metadata, tensors });
       renameSync(tmp, file); // atomic on one filesystem: readers see no file or the whole file
     } catch (error) {
@@ -128,22 +131,28 @@ async function tryLock(lockPath: string): Promise<boolean> {
 }
 
 interface Sources {
-  vocabPath: string;
+  vocab: Uint8Array;
   vocabBytesHash: string;
   chatTemplate: string;
 }
 
 function loadSources(paths: TestModelPaths): Sources {
-  const llamaDir = process.env.LLAMA_CPP_DIR ?? join(packageRoot(), "vendor", "llama.cpp");
-  const vocabPath = paths.vocabPath ?? join(llamaDir, "models", "ggml-vocab-qwen2.gguf");
-  const templatePath = paths.chatTemplatePath ?? join(llamaDir, "models", "templates", "Qwen-Qwen2.5-7B-Instruct.jinja");
+  const assets = join(packageRoot(), "assets");
+  const vocabPath = paths.vocabPath ?? join(assets, "ggml-vocab-qwen2.gguf.br");
+  const templatePath = paths.chatTemplatePath ?? join(assets, "Qwen-Qwen2.5-7B-Instruct.jinja");
   for (const p of [vocabPath, templatePath]) {
-    if (!existsSync(p)) {
-      throw new LlamapegError("ERR_MODEL_NOT_FOUND", `test model source missing: ${p} (run \`npm run vendor\`, or set LLAMA_CPP_DIR)`, { where: p });
-    }
+    if (!existsSync(p)) throw new LlamapegError("ERR_MODEL_NOT_FOUND", `test model source missing: ${p}`, { where: p });
   }
-  const vocabBytesHash = createHash("sha256").update(readFileSync(vocabPath)).digest("hex");
-  return { vocabPath, vocabBytesHash, chatTemplate: readFileSync(templatePath, "utf8") };
+  const raw = readFileSync(vocabPath);
+  let vocab: Uint8Array;
+  try {
+    vocab = vocabPath.endsWith(".br") ? brotliDecompressSync(raw) : raw;
+  } catch (error) {
+    throw new LlamapegError("ERR_MODEL_CORRUPT", `cannot decompress ${vocabPath}: ${(error as Error).message}`, { where: vocabPath, cause: error });
+  }
+  // the hash of the GGUF bytes themselves: compressed or not, the same vocabulary names the same file
+  const vocabBytesHash = createHash("sha256").update(vocab).digest("hex");
+  return { vocab, vocabBytesHash, chatTemplate: readFileSync(templatePath, "utf8") };
 }
 
 /** Short hash of everything that decides the file's bytes. */

@@ -60,6 +60,16 @@ std::unique_ptr<GrammarState> GrammarState::Create(const llama_vocab* vocab, Voc
     *error = {kInvalid, "invalid GBNF grammar: " + g->engine_->error()};
     return nullptr;
   }
+  // The prompt already holds the prefill: advance the grammar past it, as llama.cpp's
+  // common_sampler_init does with the generation prompt.
+  for (size_t i = 0; i < spec.prefillTokens.size(); i++) {
+    llama_token t = spec.prefillTokens[i];
+    Failure f;
+    if (!g->Accept(t, &f)) {
+      *error = {kInvalid, "the grammar does not accept its prefill at token " + std::to_string(i) + " (" + std::to_string(t) + "): " + f.message};
+      return nullptr;
+    }
+  }
   return g;
 }
 

@@ -14,6 +14,7 @@ struct GrammarSpec {
   bool lazy = false;
   std::vector<std::string> triggerPatterns;  // regexes (trigger words arrive here already escaped)
   std::vector<llama_token> triggerTokens;
+  std::vector<llama_token> prefillTokens;  // accepted before sampling starts (llama.cpp's generation-prompt prefill)
 };
 
 }  // namespace lp::grammar

@@ -7,7 +7,10 @@
 // Usage: llamapeg-bench-loop --model M (--prompt-tokens 1,2,3 | --prompt TEXT) --n-predict N [--threads T]
 //          [--ctx N] [--batch N] [--temp F] [--top-k N] [--top-p F] [--min-p F] [--seed N]
 //          [--repeat-penalty F] [--grammar-file F] [--lazy] [--trigger-pattern RE]... [--runs R]
-//          [--print] [--serve]
+//          [--print] [--serve] [--threads-batch T] [--poll 0..100 | --no-threadpool]
+// Threads as llama.cpp's tools set them up (common_init_from_params): a ggml thread pool per role
+// (generation, batch) attached to the context, polling level 50 unless --poll says otherwise. In
+// an OpenMP build of ggml the pool only carries settings; the OpenMP runtime runs the threads.
 // Prints one JSON object: {"runs":[{"generated":N,"totalMs":..,"promptMs":..,"generateMs":..,"cpuMs":..,"sampleMs":..,
 //   "stop":"eog|length","tokens":[..]}]}. --print writes the generated text to stderr.
 #include <sys/resource.h>
@@ -24,6 +27,8 @@
 #include <string>
 #include <vector>
 
+#include "ggml-backend.h"
+#include "ggml-cpu.h"
 #include "llama.h"
 
 namespace {
@@ -34,6 +39,9 @@ struct Args {
   std::string promptText;
   int nPredict = 128;
   int threads = 1;
+  int threadsBatch = -1;  // -1: same as threads
+  int poll = 50;          // llama.cpp's default (common_cpu_params::poll)
+  bool threadpool = true;
   int ctx = 2048;
   int batch = 512;
   float temp = 0.8f;
@@ -72,6 +80,9 @@ void Apply(Args& a, const std::vector<std::string>& args) {
     } else if (k == "--prompt") a.promptText = next();
     else if (k == "--n-predict") a.nPredict = std::stoi(next());
     else if (k == "--threads") a.threads = std::stoi(next());
+    else if (k == "--threads-batch") a.threadsBatch = std::stoi(next());
+    else if (k == "--poll") a.poll = std::stoi(next());
+    else if (k == "--no-threadpool") a.threadpool = false;
     else if (k == "--ctx") a.ctx = std::stoi(next());
     else if (k == "--batch") a.batch = std::stoi(next());
     else if (k == "--temp") a.temp = std::stof(next());
@@ -222,16 +233,55 @@ void PrintRun(const Run& run, bool first) {
   std::printf("]}");
 }
 
+// What common_threadpools::init does: one pool per distinct role, the generation pool paused
+// while a separate batch pool exists; functions looked up through the CPU backend's registry.
+struct Pools {
+  ggml_threadpool* gen = nullptr;
+  ggml_threadpool* batch = nullptr;
+  void (*freeFn)(ggml_threadpool*) = nullptr;
+  void Free() {
+    if (freeFn == nullptr) return;
+    if (gen != nullptr) freeFn(gen);
+    if (batch != nullptr) freeFn(batch);
+  }
+};
+
+Pools AttachPools(llama_context* ctx, const Args& a, int threads, int threadsBatch) {
+  Pools p;
+  if (!a.threadpool) return p;
+  ggml_backend_dev_t cpu = ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU);
+  if (cpu == nullptr) Fail("no CPU backend");
+  ggml_backend_reg_t reg = ggml_backend_dev_backend_reg(cpu);
+  auto newFn = reinterpret_cast<ggml_threadpool* (*)(ggml_threadpool_params*)>(ggml_backend_reg_get_proc_address(reg, "ggml_threadpool_new"));
+  p.freeFn = reinterpret_cast<void (*)(ggml_threadpool*)>(ggml_backend_reg_get_proc_address(reg, "ggml_threadpool_free"));
+  if (newFn == nullptr || p.freeFn == nullptr) Fail("the CPU backend has no thread pool API");
+  ggml_threadpool_params tp;
+  ggml_threadpool_params_init(&tp, threads);
+  tp.poll = static_cast<uint32_t>(a.poll);
+  ggml_threadpool_params tb;
+  ggml_threadpool_params_init(&tb, threadsBatch);
+  tb.poll = static_cast<uint32_t>(a.poll);
+  if (!ggml_threadpool_params_match(&tp, &tb)) {
+    p.batch = newFn(&tb);
+    tp.paused = true;
+  }
+  p.gen = newFn(&tp);
+  if (p.gen == nullptr) Fail("cannot create a thread pool");
+  llama_attach_threadpool(ctx, p.gen, p.batch);
+  return p;
+}
+
 // A fresh context per request, as the Node side creates one per run (creation is not timed).
 void RunRequest(llama_model* model, const llama_vocab* vocab, Args a) {
   llama_context_params cp = llama_context_default_params();
   cp.n_ctx = static_cast<uint32_t>(a.ctx);
   cp.n_batch = static_cast<uint32_t>(a.batch);
   cp.n_threads = a.threads;
-  cp.n_threads_batch = a.threads;
+  cp.n_threads_batch = a.threadsBatch > 0 ? a.threadsBatch : a.threads;
   cp.no_perf = true;
   llama_context* ctx = llama_init_from_model(model, cp);
   if (ctx == nullptr) Fail("cannot create a context");
+  Pools pools = AttachPools(ctx, a, cp.n_threads, cp.n_threads_batch);
   if (!a.promptText.empty()) {
     std::vector<llama_token> ids(a.promptText.size() + 8);
     int n = llama_tokenize(vocab, a.promptText.c_str(), static_cast<int32_t>(a.promptText.size()), ids.data(),
@@ -246,6 +296,7 @@ void RunRequest(llama_model* model, const llama_vocab* vocab, Args a) {
   std::printf("]}\n");
   std::fflush(stdout);
   llama_free(ctx);
+  pools.Free();
 }
 
 }  // namespace

@@ -1,24 +1,30 @@
 #!/usr/bin/env node
 // npm run bench: tokens/s of the addon's context.generate() against llamapeg-bench-loop, a plain
-// C++ generation loop linked against the same llama.cpp build (scripts/bench/loop.cpp). Same
-// model, prompt tokens, token count, sampler chain and seed on both sides; runs alternate between
-// the two and each cell reports medians. Both timings cover the same span: prompt decode through
-// the last generated token (for Node: from the generate() call until the iterator ends).
+// C++ generation loop linked against the same llama.cpp build (scripts/bench/loop.cpp), and with
+// --peers against the newest node-llama-cpp. Same model, prompt tokens, token count, sampler
+// settings and seed on every side. Every side is its own long-lived process (scripts/bench/
+// sides.mjs) started with the environment as given: llama.cpp's defaults, nothing forced. Runs
+// rotate the order of the sides so drift (thermal, other load) hits all alike; cells report medians.
 //
 //   node scripts/bench/run.mjs [--json] [--runs N] [--models tiny,small] [--threads 1,2]
-//                              [--tokens-tiny N] [--tokens-small N] [--no-grammar]
+//        [--tokens-tiny N] [--tokens-small N] [--no-grammar]
+//        [--policies default,passive]   OMP_WAIT_POLICY per side: default = the environment as given
+//        [--peers]                      also the newest node-llama-cpp (installed in a temp folder)
+//        [--cpp-threadpool]             also the C++ loop on ggml's own thread pool (GGML_OPENMP=OFF)
 //   node scripts/bench/run.mjs --from-json report.json      re-print a saved report as a table
-import { spawn, spawnSync } from "node:child_process";
-import { createInterface } from "node:readline";
+import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { availableParallelism, cpus, loadavg } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
+import { installNodeLlamaCpp } from "./peers.mjs";
+import { startSide } from "./sides.mjs";
+
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
+const here = dirname(fileURLToPath(import.meta.url));
 const opts = parseArgs(process.argv.slice(2));
 if (opts.fromJson) {
-  // Re-print a saved `--json` report as the table (for docs/bench.md).
   printTable(JSON.parse(readFileSync(opts.fromJson, "utf8")));
   process.exit(0);
 }
@@ -31,14 +37,12 @@ for (const f of ["llama/index.js", "test-model/index.js"]) {
 const { loadModel } = await import(pathToFileURL(join(dist, "llama/index.js")).href);
 const { ensureTestModel } = await import(pathToFileURL(join(dist, "test-model/index.js")).href);
 
-const loopBin = join(root, "build", "bench", process.platform === "win32" ? "llamapeg-bench-loop.exe" : "llamapeg-bench-loop");
-if (!existsSync(loopBin)) {
-  log("building the C++ loop (llamapeg-bench-loop)...");
-  const r = spawnSync(process.execPath, [join(root, "scripts", "build-native.mjs"), "--target", "llamapeg-bench-loop"], { stdio: "inherit", cwd: root });
-  if (r.status !== 0 || !existsSync(loopBin)) fail("could not build llamapeg-bench-loop");
-}
+const exe = process.platform === "win32" ? ".exe" : "";
+const loopBin = ensureLoop(join(root, "build"), "llamapeg-bench-loop", false);
+const poolLoopBin = opts.cppThreadpool ? ensureLoop(join(root, "build", "threadpool"), "llamapeg-bench-loop (GGML_OPENMP=OFF)", true) : null;
+const peer = opts.peers ? installNodeLlamaCpp(log) : null;
 
-const jsonGrammarFile = join(root, "scripts", "bench", "json.gbnf");
+const jsonGrammarFile = join(here, "json.gbnf");
 const jsonGrammar = readFileSync(jsonGrammarFile, "utf8");
 // A literal trigger random text never produces: the lazy grammar stays dormant for the whole run,
 // so the cell measures what waiting for a trigger costs per token.
@@ -73,76 +77,73 @@ for (const size of opts.models) {
 const started = Date.now();
 const loadBefore = loadavg()[0];
 const results = [];
+let peerVersion = null;
 for (const size of opts.models) {
   const path = await ensureTestModel(size);
-  const model = await loadModel(path);
-  const prompt = Array.from(model.tokenize(PROMPT, { addSpecial: false, parseSpecial: true }));
+  const vocab = await loadModel(path, { vocabOnly: true });
+  const prompt = Array.from(vocab.tokenize(PROMPT, { addSpecial: false, parseSpecial: true }));
+  vocab.dispose();
   const maxTokens = size === "tiny" ? opts.tokensTiny : opts.tokensSmall;
   log(`${size}: ${path} (${prompt.length} prompt tokens, ${maxTokens} to generate)`);
-  const cppServer = await startCpp(path, prompt);
-  // Warm-up (page in the weights, first-use allocations), not measured.
-  await runNode(model, prompt, { threads: 1, maxTokens: 8, seed: 1, extra: {} });
-  await runCpp(cppServer, { threads: 1, maxTokens: 8, seed: 1, extra: [] });
 
-  let sizeCells = cells.filter((c) => c.size === size);
-  try {
-    await runNode(model, prompt, { threads: 1, maxTokens: 1, seed: 1, extra: variants["json-ref"].node });
-  } catch (error) {
-    if (!(error instanceof TypeError)) throw error;
-    log(`skipping json-ref: this build's generate() has no grammarResample option (${error.message})`);
-    sizeCells = sizeCells.filter((c) => c.variant !== "json-ref");
+  // One process per side and policy; "default" leaves the environment exactly as given.
+  const sides = [];
+  for (const policy of opts.policies) {
+    const env = policyEnv(policy);
+    sides.push({ kind: "node", policy, side: await startSide({ name: `node/${policy}`, command: process.execPath, args: [join(here, "node-side.mjs"), dist, path, prompt.join(",")], env }) });
+    sides.push({ kind: "cpp", policy, side: await startLoop(loopBin, path, prompt, env, `cpp/${policy}`) });
+    if (poolLoopBin) sides.push({ kind: "cppPool", policy, side: await startLoop(poolLoopBin, path, prompt, env, `cpp-pool/${policy}`) });
+    if (peer) {
+      const side = await startSide({ name: `node-llama-cpp/${policy}`, command: process.execPath, args: [join(here, "peer-side.mjs"), peer.dir, path, prompt.join(",")], env });
+      peerVersion = side.info.version;
+      sides.push({ kind: "peer", policy, side });
+    }
   }
-  for (const cell of sizeCells) {
-    const v = variants[cell.variant];
-    const node = [];
-    const cpp = [];
-    let sameTokens = true;
+  // Warm-up (page in the weights, first-use allocations), not measured.
+  for (const s of sides) await request(s, { threads: 1, maxTokens: 8, seed: 1, variant: "free" });
+
+  for (const cell of cells.filter((c) => c.size === size)) {
+    const perSide = new Map(sides.map((s) => [s, []]));
     for (let r = 0; r < opts.runs; r++) {
       const seed = 1000 + r;
-      const common = { threads: cell.threads, maxTokens, seed };
-      // Alternate which side goes first so drift (thermal, other load) hits both alike.
-      let n;
-      let c;
-      if (r % 2 === 0) {
-        n = await runNode(model, prompt, { ...common, extra: v.node });
-        c = await runCpp(cppServer, { ...common, extra: v.cpp });
-      } else {
-        c = await runCpp(cppServer, { ...common, extra: v.cpp });
-        n = await runNode(model, prompt, { ...common, extra: v.node });
+      // Rotate the order every run: each side goes first once every sides.length runs.
+      const order = sides.map((_, i) => sides[(i + r) % sides.length]);
+      for (const s of order) {
+        const reply = await request(s, { threads: cell.threads, maxTokens, seed, variant: cell.variant });
+        if (!reply.unsupported) perSide.get(s).push(reply);
       }
-      node.push(n);
-      cpp.push(c);
-      if (n.tokens.join(",") !== c.tokens.join(",")) sameTokens = false;
     }
-    const nodeTps = median(node.map((x) => x.tps));
-    const cppTps = median(cpp.map((x) => x.tps));
-    // CPU milliseconds per token: what the work costs, whatever else the machine was doing.
-    const nodeCpu = median(node.map((x) => x.cpuMs / Math.max(1, x.generated)));
-    const cppCpu = median(cpp.map((x) => x.cpuMs / Math.max(1, x.generated)));
-    const row = {
-      model: size,
-      threads: cell.threads,
-      variant: cell.variant,
-      tokens: median(node.map((x) => x.generated)),
-      nodeTokensPerSecond: round(nodeTps),
-      cppTokensPerSecond: round(cppTps),
-      ratio: round(nodeTps / cppTps, 3),
-      // Best run of each side: on a machine shared with other work, the run least disturbed.
-      bestRatio: round(Math.max(...node.map((x) => x.tps)) / Math.max(...cpp.map((x) => x.tps)), 3),
-      nodeCpuMsPerToken: round(nodeCpu, 3),
-      cppCpuMsPerToken: round(cppCpu, 3),
-      cpuRatio: round(cppCpu / nodeCpu, 3),
-      sameTokens,
-      runs: { node: node.map(({ tokens, ...rest }) => rest), cpp: cpp.map(({ tokens, ...rest }) => rest) },
-    };
-    results.push(row);
-    log(
-      `${size} t=${cell.threads} ${cell.variant}: node ${row.nodeTokensPerSecond} tok/s, C++ ${row.cppTokensPerSecond} tok/s, ratio ${row.ratio}; ` +
-        `CPU ms/token node ${row.nodeCpuMsPerToken}, C++ ${row.cppCpuMsPerToken}, ratio ${row.cpuRatio}${sameTokens ? "" : " (token streams differ!)"}`,
-    );
+    for (const policy of opts.policies) {
+      const of = (kind) => perSide.get(sides.find((s) => s.kind === kind && s.policy === policy)) ?? [];
+      const row = { model: size, threads: cell.threads, variant: cell.variant, policy, tokens: median(of("node").map((x) => x.generated)) };
+      for (const kind of ["node", "cpp", "cppPool", "peer"]) {
+        const runs = of(kind);
+        if (runs.length === 0) continue;
+        row[kind] = {
+          tokensPerSecond: round(median(runs.map((x) => (x.generated / x.totalMs) * 1000))),
+          best: round(Math.max(...runs.map((x) => (x.generated / x.totalMs) * 1000))),
+          // CPU milliseconds per token of the side's whole process: what the work costs,
+          // whatever else the machine was doing.
+          cpuMsPerToken: round(median(runs.map((x) => x.cpuMs / Math.max(1, x.generated))), 3),
+          threads: runs[0].threads ?? cell.threads,
+          runs: runs.map(({ tokens, ...rest }) => rest),
+        };
+      }
+      row.nodeOverCpp = round(row.node.tokensPerSecond / row.cpp.tokensPerSecond, 3);
+      if (row.peer) row.nodeOverPeer = round(row.node.tokensPerSecond / row.peer.tokensPerSecond, 3);
+      const n = of("node");
+      const c = of("cpp");
+      row.sameTokens = n.every((x, i) => c[i] !== undefined && x.tokens.join(",") === c[i].tokens.join(","));
+      results.push(row);
+      log(
+        `${size} t=${cell.threads} ${cell.variant} [${policy}]: node ${row.node.tokensPerSecond}, C++ ${row.cpp.tokensPerSecond}` +
+          (row.cppPool ? `, C++ pool ${row.cppPool.tokensPerSecond}` : "") +
+          (row.peer ? `, node-llama-cpp ${row.peer.tokensPerSecond}` : "") +
+          ` tok/s; node/C++ ${row.nodeOverCpp}${row.sameTokens ? "" : " (token streams differ!)"}`,
+      );
+    }
   }
-  cppServer.close();
-  model.dispose();
+  for (const s of sides) await s.side.close();
 }
 
 const report = {
@@ -158,53 +159,31 @@ const report = {
     sampling: SAMPLING,
     prompt: PROMPT,
     lazyTrigger: NEVER_PATTERN,
-    cppOmpWaitPolicy: process.env.OMP_WAIT_POLICY ?? (process.env.GOMP_SPINCOUNT === undefined ? "passive" : "(GOMP_SPINCOUNT set)"),
+    policies: opts.policies.map((p) => ({ policy: p, OMP_WAIT_POLICY: policyEnv(p).OMP_WAIT_POLICY ?? "(unset)" })),
+    peer: peerVersion === null ? null : `node-llama-cpp@${peerVersion}`,
   },
   wallSeconds: round((Date.now() - started) / 1000),
   cells: results,
 };
-if (opts.json) {
-  console.log(JSON.stringify(report, null, 2));
-} else {
-  printTable(report);
+if (opts.json) console.log(JSON.stringify(report, null, 2));
+else printTable(report);
+
+function policyEnv(policy) {
+  if (policy === "default") return { ...process.env };
+  return { ...process.env, OMP_WAIT_POLICY: policy };
 }
 
-async function runNode(model, prompt, { threads, maxTokens, seed, extra }) {
-  const ctx = model.createContext({ contextSize: CONTEXT_SIZE, batchSize: BATCH_SIZE, threads, seed });
-  try {
-    const cpu0 = process.cpuUsage();
-    const t0 = performance.now();
-    const generation = ctx.generate(prompt, { maxTokens, seed, ...SAMPLING, ...extra });
-    const tokens = [];
-    for await (const { token } of generation) tokens.push(token);
-    const totalMs = performance.now() - t0;
-    const cpu = process.cpuUsage(cpu0);
-    const s = generation.stats;
-    return {
-      generated: tokens.length,
-      totalMs: round(totalMs),
-      tps: (tokens.length / totalMs) * 1000,
-      // every thread of the process: compute threads, the JS thread, libuv, GC
-      cpuMs: round((cpu.user + cpu.system) / 1000),
-      promptMs: round(s.promptMs),
-      generateMs: round(s.generateMs),
-      sampleMs: round(s.sampleMs),
-      stop: s.stopReason,
-      tokens,
-    };
-  } finally {
-    ctx.dispose();
+async function request(s, { threads, maxTokens, seed, variant }) {
+  const v = variants[variant];
+  if (s.kind === "cpp" || s.kind === "cppPool") {
+    return s.side.run(["--n-predict", String(maxTokens), "--threads", String(threads), "--seed", String(seed), ...v.cpp]);
   }
+  return s.side.run({ threads, maxTokens, seed, contextSize: CONTEXT_SIZE, batchSize: BATCH_SIZE, sampling: SAMPLING, options: v.node });
 }
 
-// The C++ loop runs as one process per model (--serve): the model loads once, each request gets a
-// fresh context, as each Node run does. It gets the OpenMP wait policy the addon sets for itself
-// (lib/native/binding.ts: passive, unless the user chose one): with libgomp's default spinning
-// barriers a 2-thread decode on 2 busy cores runs 10-100x slower, which would measure the
-// machine's load, not the binding.
-async function startCpp(path, prompt) {
-  const env = { ...process.env };
-  if (env.OMP_WAIT_POLICY === undefined && env.GOMP_SPINCOUNT === undefined) env.OMP_WAIT_POLICY = "passive";
+// The C++ loop runs as one process per model and policy (--serve): the model loads once, each
+// request gets a fresh context, as each Node run does.
+function startLoop(bin, path, prompt, env, name) {
   const args = [
     "--serve",
     "--model", path,
@@ -217,70 +196,70 @@ async function startCpp(path, prompt) {
     "--min-p", String(SAMPLING.minP),
     "--repeat-penalty", String(SAMPLING.repeatPenalty),
   ];
-  const child = spawn(loopBin, args, { env, stdio: ["pipe", "pipe", "inherit"] });
-  const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
-  let exited = null;
-  child.on("exit", (code, signal) => (exited = code ?? signal));
-  const nextLine = async () => {
-    const { value, done } = await lines.next();
-    if (done) fail(`llamapeg-bench-loop exited (${exited})`);
-    return JSON.parse(value);
-  };
-  const hello = await nextLine();
-  if (!hello.ready) fail("llamapeg-bench-loop did not start");
-  return {
-    async request(args) {
-      child.stdin.write(args.join("\t") + "\n");
-      return nextLine();
+  return startSide({
+    name,
+    command: bin,
+    args,
+    env,
+    encode: (a) => a.join("\t"),
+    decode: (line) => {
+      const run = JSON.parse(line).runs[0];
+      return { ...run, threads: undefined };
     },
-    close() {
-      child.stdin.end();
-    },
-  };
+  });
 }
 
-async function runCpp(server, { threads, maxTokens, seed, extra }) {
-  const reply = await server.request(["--n-predict", String(maxTokens), "--threads", String(threads), "--seed", String(seed), ...extra]);
-  const run = reply.runs[0];
-  return {
-    generated: run.generated,
-    totalMs: round(run.totalMs),
-    tps: (run.generated / run.totalMs) * 1000,
-    cpuMs: round(run.cpuMs),
-    promptMs: round(run.promptMs),
-    generateMs: round(run.generateMs),
-    sampleMs: round(run.sampleMs),
-    stop: run.stop,
-    tokens: run.tokens,
-  };
+// Builds the C++ loop when missing: in build/ (the addon's own build), or with ggml's own thread
+// pool in build/threadpool (a second, independent cmake tree; ccache makes it cheap).
+function ensureLoop(buildDir, what, threadpool) {
+  const bin = join(buildDir, "bench", `llamapeg-bench-loop${exe}`);
+  if (existsSync(bin)) return bin;
+  log(`building ${what}...`);
+  if (!threadpool) {
+    execFileSync(process.execPath, [join(root, "scripts", "build-native.mjs"), "--target", "llamapeg-bench-loop"], { stdio: "inherit", cwd: root });
+  } else {
+    const env = { ...process.env };
+    const prefix = resolve(dirname(process.execPath), "..");
+    if (!env.npm_config_nodedir && existsSync(join(prefix, "include", "node", "node_api.h"))) env.npm_config_nodedir = prefix;
+    const cmakeJs = join(root, "node_modules", "cmake-js", "bin", "cmake-js");
+    execFileSync(process.execPath, [cmakeJs, "build", "--directory", root, "--out", buildDir, "--target", "llamapeg-bench-loop", "--parallel", String(availableParallelism()), "--CDLLAMAPEG_OPENMP=OFF"], { stdio: "inherit", cwd: root, env });
+  }
+  if (!existsSync(bin)) fail(`could not build ${what}`);
+  return bin;
 }
 
 function printTable(rep) {
-  const head = ["model", "threads", "variant", "tokens", "Node tok/s", "C++ tok/s", "Node/C++", "best/best", "Node CPU ms/tok", "C++ CPU ms/tok", "C++/Node CPU", "same tokens"];
-  const rows = rep.cells.map((c) => [
-    c.model,
-    String(c.threads),
-    c.variant,
-    String(c.tokens),
-    c.nodeTokensPerSecond.toFixed(1),
-    c.cppTokensPerSecond.toFixed(1),
-    c.ratio.toFixed(3),
-    c.bestRatio === undefined ? "-" : c.bestRatio.toFixed(3),
-    c.nodeCpuMsPerToken.toFixed(2),
-    c.cppCpuMsPerToken.toFixed(2),
-    c.cpuRatio.toFixed(3),
-    c.sameTokens ? "yes" : "NO",
-  ]);
+  const kinds = ["node", "cpp", "cppPool", "peer"].filter((k) => rep.cells.some((c) => c[k]));
+  const label = { node: "Node", cpp: "C++", cppPool: "C++ pool", peer: "node-llama-cpp" };
+  const head = ["model", "threads", "variant", "policy", "tokens", ...kinds.map((k) => `${label[k]} tok/s`), "Node/C++"];
+  if (kinds.includes("peer")) head.push("Node/peer");
+  head.push(...kinds.map((k) => `${label[k]} CPU ms/tok`), "same tokens");
+  const rows = rep.cells.map((c) => {
+    const r = [c.model, String(c.threads), c.variant, c.policy, String(c.tokens)];
+    for (const k of kinds) r.push(c[k] ? c[k].tokensPerSecond.toFixed(1) : "-");
+    r.push(c.nodeOverCpp.toFixed(3));
+    if (kinds.includes("peer")) r.push(c.nodeOverPeer === undefined ? "-" : c.nodeOverPeer.toFixed(3));
+    for (const k of kinds) r.push(c[k] ? c[k].cpuMsPerToken.toFixed(2) : "-");
+    r.push(c.sameTokens ? "yes" : "NO");
+    return r;
+  });
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
   const line = (r) => "| " + r.map((x, i) => x.padEnd(widths[i])).join(" | ") + " |";
-  console.log(`llamapeg bench, ${rep.date}, ${rep.machine.cpu} (${rep.machine.cpus} CPUs), median of ${rep.settings.runs} runs, ${rep.wallSeconds} s, load average ${rep.loadAverage.before} -> ${rep.loadAverage.after}`);
+  const policies = rep.settings.policies.map((p) => `${p.policy}: OMP_WAIT_POLICY=${p.OMP_WAIT_POLICY}`).join(", ");
+  console.log(
+    `llamapeg bench, ${rep.date}, ${rep.machine.cpu} (${rep.machine.cpus} CPUs), median of ${rep.settings.runs} runs, ${rep.wallSeconds} s, ` +
+      `load average ${rep.loadAverage.before} -> ${rep.loadAverage.after}; ${policies}${rep.settings.peer ? `; peer ${rep.settings.peer}` : ""}`,
+  );
   console.log(line(head));
   console.log("| " + widths.map((w) => "-".repeat(w)).join(" | ") + " |");
   for (const r of rows) console.log(line(r));
 }
 
 function parseArgs(args) {
-  const o = { json: false, runs: 3, models: ["tiny", "small"], threads: [1, 2], tokensTiny: 256, tokensSmall: 128, grammar: true };
+  const o = {
+    json: false, runs: 3, models: ["tiny", "small"], threads: [1, 2], tokensTiny: 256, tokensSmall: 128, grammar: true,
+    policies: ["default"], peers: false, cppThreadpool: false,
+  };
   for (let i = 0; i < args.length; i++) {
     const a = args[i];
     const value = () => args[++i] ?? fail(`${a} needs a value`);
@@ -291,6 +270,9 @@ function parseArgs(args) {
     else if (a === "--tokens-tiny") o.tokensTiny = positive(value(), a);
     else if (a === "--tokens-small") o.tokensSmall = positive(value(), a);
     else if (a === "--no-grammar") o.grammar = false;
+    else if (a === "--policies") o.policies = value().split(",").map((p) => (["default", "passive", "active"].includes(p) ? p : fail(`--policies: unknown policy ${p} (default, passive, active)`)));
+    else if (a === "--peers") o.peers = true;
+    else if (a === "--cpp-threadpool") o.cppThreadpool = true;
     else if (a === "--from-json") o.fromJson = value();
     else fail(`unknown argument ${a}`);
   }

@@ -162,6 +162,44 @@ describe("ChatSession over hand-built grammars", () => {
   }
 });
 
+describe("ChatSession with stray invalid UTF-8 in the output", () => {
+  const plan = plans.get(GRAMMARS[0]!.name)!;
+  const cat = (...parts: (string | readonly number[])[]): Uint8Array => Uint8Array.from(parts.flatMap((x) => (typeof x === "string" ? [...encoder.encode(x)] : x)));
+
+  it("a stray byte before a tool call is U+FFFD in the content, and the call stays a call", () => {
+    for (const stray of [[0xff], [0x80], [0xe2, 0x41], [0xc3]]) {
+      const bytes = cat("ok</think>Let me look.", stray, ` <tool_call>[{"name": "get_forecast", "arguments": {"location": "a`, [0xfe], `b", "unit": "celsius", "days": 2}}]</tool_call>`);
+      for (const cuts of [[...bytes.keys()], [5, 30, 31, 60], []]) {
+        const s = stream(plan, bytes, cuts);
+        checkStream(s);
+        expect(s.events).toEqual([]);
+        expect(s.final.content).toBe(`Let me look.\ufffd${stray.length === 2 && stray[1] === 0x41 ? "A" : ""} `);
+        expect(s.final.tool_calls.map((c) => [c.function.name, JSON.parse(c.function.arguments)])).toEqual([["get_forecast", { location: "a\ufffdb", unit: "celsius", days: 2 }]]);
+      }
+      expect(parseChatOutput(plan, bytes).tool_calls).toHaveLength(1);
+    }
+  });
+
+  it("random stray bytes anywhere: same frames incrementally and through fresh parses, contract kept", () => {
+    const arena = plan.parser!;
+    const plain: ChatPlan = { ...plan, parser: { parse: (input, options) => arena.parse(input, options) } };
+    const valid = encoder.encode(GRAMMARS[0]!.valid[0]!);
+    fc.assert(
+      fc.property(fc.array(fc.tuple(fc.nat(), fc.constantFrom([0xff], [0x80], [0xe2, 0x82], [0xf0, 0x41], [0xc3])), { minLength: 1, maxLength: 3 }), fc.array(fc.nat(400), { maxLength: 25 }), (strays, cuts) => {
+        let bytes: Uint8Array = valid;
+        for (const [at, b] of strays) {
+          const i = at % (bytes.length + 1);
+          bytes = cat([...bytes.subarray(0, i)], b, [...bytes.subarray(i)]);
+        }
+        const s = stream(plan, bytes, cuts);
+        checkStream(s);
+        expect(s).toEqual(stream(plain, bytes, cuts));
+      }),
+      { numRuns: 60 },
+    );
+  });
+});
+
 describe("ChatSession failure handling", () => {
   const plan = plans.get(GRAMMARS[0]!.name)!;
 

@@ -50,7 +50,7 @@ describe("bad input never crashes the compiler", () => {
 });
 
 describe("deep nesting", () => {
-  it("a schema nested far too deeply is an error, not a stack overflow", () => {
+  it("a schema nested far too deeply is ERR_SCHEMA_INVALID at once, not a stack overflow", () => {
     let schema: unknown = { type: "string" };
     for (let i = 0; i < 100_000; i++) schema = { type: "array", items: schema };
     let err: unknown;
@@ -60,7 +60,8 @@ describe("deep nesting", () => {
       err = e;
     }
     expect(err).toBeInstanceOf(LlamapegError);
-    expect((err as LlamapegError).code).toBe("ERR_SCHEMA_UNSUPPORTED");
+    expect((err as LlamapegError).code).toBe("ERR_SCHEMA_INVALID");
+    expect((err as LlamapegError).message).toContain("nests deeper than 256 levels");
   });
 
   it("ordinary depth compiles", () => {

@@ -53,7 +53,7 @@ describe("completion plans", () => {
     expect(p.grammar!.lazy).toBe(true);
     expect(p.grammar!.triggers).toEqual([{ type: "word", value: "<tool_call>\n" }]);
     const r = replay(p, ["Hello", " there"]);
-    expect(r.completion.choices[0].message).toEqual({ role: "assistant", content: "Hello there" });
+    expect(r.completion.choices[0].message).toEqual({ role: "assistant", content: "Hello there", refusal: null });
     expect(r.completion.llamapeg.parse_errors).toEqual([]);
   });
 

@@ -123,8 +123,8 @@ describe("template engine: strftime_now", () => {
 describe("template engine: error positions", () => {
   it("names the failing expression and its line and column", () => {
     const e = renderError("line one\n{% for m in messages %}\n  {{ m.content | nosuch }}\n{% endfor %}", { messages: [{ content: "a" }] });
-    expect(e.message).toContain("`m.content | nosuch` at line 3, column 16");
-    expect(e.where).toMatch(/^template [0-9a-f]{12} line 3, column 16$/);
+    expect(e.message).toContain("`m.content | nosuch` at line 3, column 18");
+    expect(e.where).toMatch(/^template [0-9a-f]{12} line 3, column 18$/);
   });
   it("finds the raise_exception call that fired, by its message", () => {
     const e = renderError("{% if a %}{{ raise_exception('first') }}{% else %}{{ raise_exception('second: ' + b) }}{% endif %}", { a: false, b: "x" });
@@ -134,11 +134,12 @@ describe("template engine: error positions", () => {
 });
 
 describe("template engine: syntax error positions", () => {
-  it("points at the tag that does not parse", () => {
+  it("points at the token where parsing stopped", () => {
     const e = renderError("ok\n{% if x == %}a{% endif %}");
-    expect(e.where).toMatch(/line 2, column 1$/);
+    expect(e.where).toMatch(/line 2, column 12$/);
+    expect(e.message).toContain("at line 2, column 12");
     expect(e.message).toContain("{% if x == %}");
-    expect(renderError("a {{ 'x' | }} b").where).toMatch(/line 1, column 3$/);
+    expect(renderError("a {{ 'x' | }} b").where).toMatch(/line 1, column 12$/);
   });
   it("says a block was left open", () => {
     expect(renderError("{% if x %}no end").message).toContain("block left open");
@@ -159,7 +160,9 @@ describe("template engine: variables", () => {
       }
     }
   });
-  it("deep macro recursion is a render error, not a crash", () => {
-    expect(renderError("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}").code).toBe("ERR_TEMPLATE_RENDER");
+  it("deep macro recursion is a nesting limit error, not a crash", () => {
+    const e = renderError("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}");
+    expect(e.code).toBe("ERR_TEMPLATE_LIMIT");
+    expect(e.message).toContain("maxNesting");
   });
 });

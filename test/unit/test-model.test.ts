@@ -1,11 +1,13 @@
 import { createHash } from "node:crypto";
-import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from "node:fs";
+import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readGgufFileSync, type GgufFile, type GgufValue } from "../../lib/gguf/index.js";
 import { TEST_MODEL_PRESETS, ensureTestModel, packageRoot, presetParameters, writeTestModel, type TestModelOptions } from "../../lib/test-model/index.js";
 import { float32ToFloat16Bits } from "../../lib/test-model/random.js";
+import { brotliDecompressSync } from "node:zlib";
+import { existsSync } from "node:fs";
 
 const dir = mkdtempSync(join(tmpdir(), "llamapeg-test-model-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -100,6 +102,25 @@ describe("writeTestModel", () => {
     expect(dims).toEqual({ "token_embd.weight": [32, vocab], "output_norm.weight": [32], "output.weight": [32, vocab], ...layer(0), ...layer(1) });
     // 2-D weights in F16, norms and biases in F32 (as llama.cpp's converter stores them)
     for (const t of file.tensors) expect(t.type, t.name).toBe(t.dims.length === 2 ? 1 : 0);
+  });
+
+  it("ships its sources in assets/: the vendored tokenizer and template, byte for byte", () => {
+    const assets = join(packageRoot(), "assets");
+    const vocab = brotliDecompressSync(readFileSync(join(assets, "ggml-vocab-qwen2.gguf.br")));
+    // the hash assets/README.md states, and (with the sources vendored) the vendored bytes
+    expect(createHash("sha256").update(vocab).digest("hex")).toBe("44c2f46b715f585c6ab513970e8a006bfa5badd6108560054921cf598d154d8c");
+    if (existsSync(vocabPath)) expect(createHash("sha256").update(vocab).digest("hex")).toBe(sha256(vocabPath));
+    if (existsSync(templatePath)) expect(sha256(join(assets, "Qwen-Qwen2.5-7B-Instruct.jinja"))).toBe(sha256(templatePath));
+  });
+
+  it("reads a plain or a brotli vocabulary, and names the file that is missing or corrupt", () => {
+    const plain = join(dir, "plain.gguf");
+    writeTestModel(plain, mini, { vocabPath });
+    expect(sha256(plain)).toBe(sha256(a)); // a was written from the compressed asset
+    expect(() => writeTestModel(join(dir, "x.gguf"), mini, { vocabPath: join(dir, "missing.gguf") })).toThrow(/test model source missing: .*missing\.gguf/);
+    const bad = join(dir, "bad.gguf.br");
+    writeFileSync(bad, "not brotli");
+    expect(() => writeTestModel(join(dir, "x.gguf"), mini, { vocabPath: bad })).toThrow(/cannot decompress .*bad\.gguf\.br/);
   });
 
   it("copies every tokenizer key of ggml-vocab-qwen2.gguf and sets the Qwen2.5 chat template", () => {

@@ -43,6 +43,9 @@ export class Prober {
       });
       return toBytes(out);
     } catch (e) {
+      // a probe that runs out of render budget: the template is too costly to analyse at all
+      // (going on would spend the budget again on every probe)
+      if ((e as { code?: unknown })?.code === "ERR_TEMPLATE_LIMIT") throw e;
       if (quiet) return null;
       this.failures.push({ probe, message: e instanceof Error ? e.message : String(e) });
       return null;

@@ -9,7 +9,7 @@ import { analyzeTemplate } from "../analysis/analyze.js";
 import { detectSpecializedTemplate } from "../template/chat-context.js";
 import { patchTemplateSource } from "../template/source-patches.js";
 import { applyWithAnalysis } from "./autoparser.js";
-import { renderPrompts } from "./plan-parts.js";
+import { renderPrompts, withPromptSegments } from "./plan-parts.js";
 import { normalizeApplyRequest, type ApplyChatRequest, type NormalizedApplyRequest } from "./request.js";
 import { SPECIALIZED_HANDLERS } from "./specialized/index.js";
 import type { AppliedChatPlan } from "./types.js";
@@ -38,7 +38,7 @@ export function applyChatTemplate(source: string, request: ApplyChatRequest): Ap
     const kind = detectSpecializedTemplate(patchTemplateSource(source));
     const handler = kind !== undefined ? SPECIALIZED_HANDLERS[kind] : undefined;
     // Analysis overrides always go through the analysis, even for a specialized template.
-    if (handler !== undefined && req.analysisOverrides === undefined) return withRequiredCalls(handler(source, req), req);
+    if (handler !== undefined && req.analysisOverrides === undefined) return withRequiredCalls(withPromptSegments(() => handler(source, req)), req);
     // Render first: a template that does not render fails with its render error, not a probe's.
     const prompts = renderPrompts(source, req);
     const analysis = analyzeTemplate(source, {
@@ -46,7 +46,7 @@ export function applyChatTemplate(source: string, request: ApplyChatRequest): Ap
       eosToken: req.eosToken,
       ...(req.analysisOverrides !== undefined ? { overrides: req.analysisOverrides } : {}),
     });
-    return withRequiredCalls(applyWithAnalysis(source, req, analysis, prompts), req);
+    return withRequiredCalls({ ...applyWithAnalysis(source, req, analysis, prompts), promptSegments: prompts.promptSegments }, req);
   } catch (e) {
     if (e instanceof LlamapegError) throw e;
     throw new LlamapegError("ERR_INTERNAL", `applyChatTemplate failed unexpectedly: ${(e as Error)?.message ?? String(e)}`, { where: "applyChatTemplate" });

@@ -7,6 +7,7 @@ import { LlamapegError } from "../../errors.js";
 import type { TemplateAnalysisOverrides } from "../analysis/types.js";
 import type { ToolChoiceMode } from "../grammar/formats.js";
 import type { ChatTool } from "../tools.js";
+import { type TemplateLimits, resolveLimits } from "../template/limits.js";
 
 export type ReasoningFormat = "none" | "auto" | "deepseek";
 
@@ -34,6 +35,8 @@ export interface ApplyChatRequest {
   now?: Date;
   /** Replaces fields of the template analysis before the parser is generated (see `withOverrides`). */
   analysis_overrides?: TemplateAnalysisOverrides;
+  /** Render budgets for the prompt (see docs/security.md). Default: DEFAULT_TEMPLATE_LIMITS. */
+  template_limits?: TemplateLimits;
 }
 
 /** The request after validation. */
@@ -54,6 +57,7 @@ export interface NormalizedApplyRequest {
   eosToken: string;
   now: Date;
   analysisOverrides: TemplateAnalysisOverrides | undefined;
+  templateLimits: TemplateLimits | undefined;
 }
 
 function invalid(message: string, where: string): never {
@@ -150,5 +154,16 @@ export function normalizeApplyRequest(req: ApplyChatRequest): NormalizedApplyReq
     eosToken: req.eos_token ?? "",
     now: req.now ?? new Date(),
     analysisOverrides: req.analysis_overrides,
+    templateLimits: templateLimitsOf(req.template_limits),
   };
+}
+
+function templateLimitsOf(limits: TemplateLimits | undefined): TemplateLimits | undefined {
+  if (limits === undefined) return undefined;
+  try {
+    resolveLimits(limits);
+  } catch (e) {
+    invalid(`template_limits: ${(e as Error).message}`, "template_limits");
+  }
+  return limits;
 }

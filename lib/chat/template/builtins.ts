@@ -11,6 +11,7 @@ import {
   TemplateRaisedError,
   TemplateRuntimeError,
   arr,
+  asMarked,
   asString,
   bool,
   compare,
@@ -21,18 +22,21 @@ import {
   isNumeric,
   jsonEnsureAscii,
   markUsed,
+  marksOf,
   none,
   obj,
   objGet,
   objHas,
   objSet,
   str,
-  toJson,
+  toJsonMarked,
   truthy,
   typeName,
   undef,
 } from "./value.js";
 import { strftime } from "./strftime.js";
+import { checkItems, spend, spendItems, spendRead, spendString } from "./limits.js";
+import { type Marks, MarkedBuilder, sliceMarks } from "./marks.js";
 
 export type Builtin = (a: FuncArgs) => JValue;
 type Table = ReadonlyMap<string, Builtin>;
@@ -103,8 +107,9 @@ const tojson: Builtin = (a) => {
   const sepItems = seps.kind === "array" ? seps.items : [];
   const itemSep = sepItems[0] ? asString(sepItems[0]) : indent < 0 ? ", " : ",";
   const keySep = sepItems[1] ? asString(sepItems[1]) : ": ";
-  const json = toJson(pos(a, 0), indent, itemSep, keySep);
-  return str(truthy(ascii) ? jsonEnsureAscii(json) : json);
+  const json = toJsonMarked(pos(a, 0), indent, itemSep, keySep);
+  const out = truthy(ascii) ? jsonEnsureAscii(json.v, json.m) : json;
+  return str(out.v, out.m);
 };
 
 const defaultValue: Builtin = (a) => {
@@ -125,6 +130,7 @@ function selectattr(reject: boolean): Builtin {
     ensureCount(a, 2, 4);
     ensureVals(a, ["array", "string"], 2);
     const items = (pos(a, 0) as ValueOf<"array">).items;
+    spend(items.length);
     const attribute = pos(a, 1);
     const out: JValue[] = [];
     const keep = (selected: boolean): boolean => (reject ? !selected : selected);
@@ -153,18 +159,26 @@ function selectattr(reject: boolean): Builtin {
   };
 }
 
-function stripChars(s: string, left: boolean, right: boolean, chars?: string): string {
+function stripChars(v: JValue, left: boolean, right: boolean, chars?: string): JValue {
+  const s = (v as ValueOf<"string">).v;
   // the reference strips C isspace() bytes: space, \t, \n, \v, \f, \r
   const match = (c: string): boolean => (chars !== undefined ? chars.includes(c) : " \t\n\v\f\r".includes(c));
   let start = 0;
   let end = s.length;
   if (left) while (start < end && match(s[start]!)) start++;
   if (right) while (end > start && match(s[end - 1]!)) end--;
-  return s.slice(start, end);
+  spendRead(s.length + (s.length - (end - start)) * (chars?.length ?? 1));
+  return str(s.slice(start, end), sliceMarks(marksOf(v), start, end));
+}
+
+/** A substring of a string value, with its marks. */
+function sub(v: { v: string; m?: Marks }, start: number, end: number): JValue {
+  return str(v.v.slice(start, end), sliceMarks(v.m, start, end));
 }
 
 function sliceSeq<T>(items: readonly T[], start: number, stop: number, step: number): T[] {
   const len = items.length;
+  spend(Math.min(len, Math.abs(stop - start) / Math.max(1, Math.abs(step))));
   const out: T[] = [];
   if (step === 0) return out;
   let b: number;
@@ -197,8 +211,10 @@ function joinValues(a: FuncArgs): JValue {
   if (input.kind !== "array") throw new TemplateRaisedError("join() first argument must be an array");
   const d = kwargOrPos(a, "d", 1);
   const attribute = kwargOrPos(a, "attribute", 2);
-  const delim = d.kind === "undefined" ? "" : asString(d);
-  const parts = input.items.map((item) => {
+  const delim = d.kind === "undefined" ? { v: "" } : asMarked(d);
+  spend(input.items.length);
+  const out = new MarkedBuilder();
+  input.items.forEach((item, i) => {
     let v = item;
     if (attribute.kind === "int" && v.kind === "array") v = v.items.at(attribute.v) ?? undef();
     else if (attribute.kind === "string" && v.kind === "object") v = objGet(v, attribute) ?? undef();
@@ -206,27 +222,39 @@ function joinValues(a: FuncArgs): JValue {
       throw new TemplateRaisedError("join() attribute must be string or integer");
     if (v.kind !== "string" && v.kind !== "int" && v.kind !== "float")
       throw new TemplateRaisedError("join() can only join arrays of strings or numerics");
-    return asString(v);
+    const part = asMarked(v);
+    if (i > 0) {
+      spendString(out.length + delim.v.length);
+      out.append(delim.v, delim.m);
+    }
+    spendString(out.length + part.v.length);
+    out.append(part.v, part.m);
   });
-  return str(parts.join(delim));
+  const r = out.result();
+  return str(r.v, r.m);
 }
 
 function pyFormat(a: FuncArgs): JValue {
   const fmt = pos(a, 0);
   if (fmt.kind !== "string") throw new TemplateRaisedError("format() first argument must be a string");
-  let out = "";
+  const out = new MarkedBuilder();
   let argIdx = 1;
   const s = fmt.v;
+  spendRead(s.length);
+  let lit = 0;
   for (let i = 0; i < s.length; i++) {
-    if (s[i] !== "{") {
-      out += s[i];
-      continue;
-    }
+    if (s[i] !== "{") continue;
     if (s[i + 1] !== "}") throw new TemplateRuntimeError("format() only supports simple '{}' placeholders");
+    out.append(s.slice(lit, i), sliceMarks(fmt.m, lit, i));
     i++;
-    out += asString(pos(a, argIdx++));
+    lit = i + 1;
+    const arg = asMarked(pos(a, argIdx++));
+    spendString(out.length + arg.v.length);
+    out.append(arg.v, arg.m);
   }
-  return str(out);
+  out.append(s.slice(lit), sliceMarks(fmt.m, lit, s.length));
+  const r = out.result();
+  return str(r.v, r.m);
 }
 
 function indentFilter(a: FuncArgs): JValue {
@@ -236,21 +264,33 @@ function indentFilter(a: FuncArgs): JValue {
   const first = truthy(kwargOrPos(a, "first", 2));
   const blank = truthy(kwargOrPos(a, "blank", 3));
   if (input.kind !== "string") throw new TemplateRaisedError("indent() first argument must be a string");
-  const pad = width.kind === "int" ? " ".repeat(Math.max(0, width.v)) : width.kind === "string" ? width.v : "    ";
+  const padV = width.kind === "int" ? null : width.kind === "string" ? asMarked(width) : { v: "    " };
+  const padLength = padV === null ? Math.max(0, (width as ValueOf<"int">).v) : padV.v.length;
+  // sized first: one pad per line at most
+  let lineCount = 1;
+  for (let i = input.v.indexOf("\n"); i >= 0; i = input.v.indexOf("\n", i + 1)) lineCount++;
+  spendString(input.v.length + lineCount * padLength);
+  const pad = padV ?? { v: " ".repeat(padLength) };
+  const out = new MarkedBuilder();
   // std::getline splitting: a trailing newline does not start an extra line
-  const lines = input.v.split("\n");
-  if (input.v.endsWith("\n")) lines.pop();
-  let out = "";
-  lines.forEach((line, i) => {
-    if (i > 0) out += "\n";
-    if (i === 0 ? first : line.length > 0 || blank) out += pad;
-    out += line;
-  });
-  if (input.v.endsWith("\n")) {
-    out += "\n";
-    if (blank) out += pad;
+  const ends = input.v.endsWith("\n");
+  let start = 0;
+  for (let i = 0; ; i++) {
+    const nl = input.v.indexOf("\n", start);
+    const stop = nl < 0 ? input.v.length : nl;
+    if (nl < 0 && ends) break;
+    if (i > 0) out.append("\n");
+    if (i === 0 ? first : stop > start || blank) out.append(pad.v, pad.m);
+    out.append(input.v.slice(start, stop), sliceMarks(input.m, start, stop));
+    if (nl < 0 || (ends && nl === input.v.length - 1)) break;
+    start = nl + 1;
   }
-  return str(out);
+  if (ends) {
+    out.append("\n");
+    if (blank) out.append(pad.v, pad.m);
+  }
+  const r = out.result();
+  return str(r.v, r.m);
 }
 
 function splitFilter(fromRight: boolean): Builtin {
@@ -261,38 +301,69 @@ function splitFilter(fromRight: boolean): Builtin {
     const delim = count(a) > 1 ? asString(pos(a, 1)) : " ";
     if (delim === "") throw new TemplateRaisedError("empty separator");
     let maxsplit = count(a) > 2 ? asInt(pos(a, 2)) : -1;
-    let s = input.v;
+    const s = input.v;
+    spendRead(s.length);
     const out: JValue[] = [];
+    // pieces are cut by index (not by re-slicing the rest), so many delimiters stay linear
     if (!fromRight) {
+      let start = 0;
       let p: number;
-      while ((p = s.indexOf(delim)) !== -1 && maxsplit !== 0) {
-        out.push(str(s.slice(0, p)));
-        s = s.slice(p + delim.length);
+      while ((p = s.indexOf(delim, start)) !== -1 && maxsplit !== 0) {
+        spendItems(out.length + 1);
+        out.push(sub(input, start, p));
+        start = p + delim.length;
         maxsplit--;
       }
-      out.push(str(s));
+      out.push(sub(input, start, s.length));
       return arr(out);
     }
+    let end = s.length;
     let p: number;
-    while ((p = s.lastIndexOf(delim)) !== -1 && maxsplit !== 0) {
-      out.push(str(s.slice(p + delim.length)));
-      s = s.slice(0, p);
+    while (end >= delim.length && (p = s.lastIndexOf(delim, end - delim.length)) !== -1 && maxsplit !== 0) {
+      spendItems(out.length + 1);
+      out.push(sub(input, p + delim.length, end));
+      end = p;
       maxsplit--;
     }
-    out.push(str(s));
+    out.push(sub(input, 0, end));
     return arr(out.reverse());
   };
 }
 
 function replaceFilter(a: FuncArgs): JValue {
   ensureVals(a, ["string", "string", "string"]);
-  const s = asString(pos(a, 0));
+  const input = asMarked(pos(a, 0));
+  const s = input.v;
   const from = asString(pos(a, 1));
-  const to = asString(pos(a, 2));
+  const to = asMarked(pos(a, 2));
   if (count(a) > 3 && asInt(pos(a, 3)) > 0) throw new TemplateRuntimeError("String replace with count argument not implemented");
-  if (from === to) return str(s);
-  if (from === "") return str(to + [...s].map((c) => c + to).join(""));
-  return str(s.split(from).join(to));
+  if (from === to.v) return str(s, input.m);
+  const out = new MarkedBuilder();
+  if (from === "") {
+    // sized before it allocates: ('a' * n) | replace('', big) is n + 1 copies of big
+    const chars = [...s];
+    spendString(s.length + (chars.length + 1) * to.v.length);
+    out.append(to.v, to.m);
+    let at = 0;
+    for (const c of chars) {
+      out.append(c, sliceMarks(input.m, at, at + c.length));
+      at += c.length;
+      out.append(to.v, to.m);
+    }
+  } else {
+    let hits = 0;
+    for (let p = s.indexOf(from); p !== -1; p = s.indexOf(from, p + from.length)) hits++;
+    spendString(s.length + hits * Math.max(0, to.v.length - from.length));
+    let start = 0;
+    for (let p = s.indexOf(from); p !== -1; p = s.indexOf(from, start)) {
+      out.append(s.slice(start, p), sliceMarks(input.m, start, p));
+      out.append(to.v, to.m);
+      start = p + from.length;
+    }
+    out.append(s.slice(start), sliceMarks(input.m, start, s.length));
+  }
+  const r = out.result();
+  return str(r.v, r.m);
 }
 
 /** std::stoi semantics: leading whitespace, optional sign, digits of `base`; trailing junk ignored. */
@@ -329,6 +400,7 @@ function valueSort(a: FuncArgs): JValue {
       return [objGet(x, attribute) ?? undef(), objGet(y, attribute) ?? undef()];
     throw new TemplateRaisedError(`sort: unsupported object attribute comparison between ${typeName(x)} and ${typeName(y)}`);
   };
+  spendItems(input.items.length);
   const items = [...input.items].sort((x, y) => {
     const [kx, ky] = key(x, y);
     if (compare(kx, ky, reverse ? "gt" : "lt")) return -1;
@@ -344,6 +416,7 @@ function minMax(which: "min" | "max"): Builtin {
     ensureVals(a, ["array"]);
     if (kwargOrPos(a, "attribute", 2).kind !== "undefined") throw new TemplateRuntimeError(`${which}: attribute not implemented`);
     const items = (pos(a, 0) as ValueOf<"array">).items;
+    spend(items.length);
     if (items.length === 0) return undef();
     let best = items[0]!;
     for (const x of items.slice(1)) if (compare(x, best, which === "min" ? "lt" : "gt")) best = x;
@@ -359,6 +432,7 @@ function mapFilter(a: FuncArgs): JValue {
   const attribute = kwargOrPos(a, "attribute", 1);
   if (attribute.kind !== "string" && attribute.kind !== "int") throw new TemplateRaisedError("map: attribute must be string or integer");
   const dflt = kwarg(a, "default", undef());
+  spendItems(input.items.length);
   const out = input.items.map((item) => {
     if (attribute.kind === "int") return item.kind === "array" ? (item.items.at(attribute.v) ?? dflt) : dflt;
     return item.kind === "object" ? (objGet(item, attribute) ?? dflt) : dflt;
@@ -368,7 +442,8 @@ function mapFilter(a: FuncArgs): JValue {
 
 const markDeepString: Builtin = (a) => {
   if (a.rt.stats) markUsed(pos(a, 0), true);
-  return str(asString(pos(a, 0)));
+  const r = asMarked(pos(a, 0));
+  return str(r.v, r.m);
 };
 
 // ---- per-type tables ---------------------------------------------------------------------------
@@ -404,10 +479,18 @@ const BOOL: Table = new Map<string, Builtin>([
   ["tojson", tojson],
 ]);
 
-const strArg = (a: FuncArgs): string => {
+const strVal = (a: FuncArgs): ValueOf<"string"> => {
   const v = pos(a, 0);
   if (v.kind !== "string") throw new TemplateRuntimeError(`Function '${a.name}' expected value of type string, got ${typeName(v)}`);
-  return v.v;
+  return v;
+};
+const strArg = (a: FuncArgs): string => strVal(a).v;
+
+/** A same-length transformation of a string value: the marks stay where they are. */
+const sameLength = (a: FuncArgs, f: (s: string) => string): JValue => {
+  const v = strVal(a);
+  spendString(v.v.length);
+  return str(f(v.v), v.m);
 };
 
 const asciiUpper = (s: string): string => s.replace(/[a-z]+/g, (m) => m.toUpperCase());
@@ -415,61 +498,60 @@ const asciiLower = (s: string): string => s.replace(/[A-Z]+/g, (m) => m.toLowerC
 
 const STRING: Table = new Map<string, Builtin>([
   ["default", defaultValue],
-  ["upper", (a) => str(asciiUpper(strArg(a)))],
-  ["lower", (a) => str(asciiLower(strArg(a)))],
+  ["upper", (a) => sameLength(a, asciiUpper)],
+  ["lower", (a) => sameLength(a, asciiLower)],
   [
     "strip",
     (a) => {
       const s = pos(a, 0);
       if (s.kind !== "string") throw new TemplateRaisedError("strip() first argument must be a string");
       const chars = kwargOrPos(a, "chars", 1);
-      return str(stripChars(s.v, true, true, chars.kind === "undefined" ? undefined : asString(chars)));
+      return stripChars(s, true, true, chars.kind === "undefined" ? undefined : asString(chars));
     },
   ],
   [
     "rstrip",
     (a) => {
       const chars = kwargOrPos(a, "chars", 1);
-      return str(stripChars(strArg(a), false, true, chars.kind === "undefined" ? undefined : asString(chars)));
+      return stripChars(strVal(a), false, true, chars.kind === "undefined" ? undefined : asString(chars));
     },
   ],
   [
     "lstrip",
     (a) => {
       const chars = kwargOrPos(a, "chars", 1);
-      return str(stripChars(strArg(a), true, false, chars.kind === "undefined" ? undefined : asString(chars)));
+      return stripChars(strVal(a), true, false, chars.kind === "undefined" ? undefined : asString(chars));
     },
   ],
   [
     "title",
-    (a) => {
-      let next = true;
-      let out = "";
-      for (const c of strArg(a)) {
-        if (" \t\n\v\f\r".includes(c)) {
-          next = true;
-          out += c;
-        } else if (next) {
-          out += asciiUpper(c);
-          next = false;
-        } else out += asciiLower(c);
-      }
-      return str(out);
-    },
+    (a) =>
+      sameLength(a, (s) => {
+        let next = true;
+        let out = "";
+        for (const c of s) {
+          if (" \t\n\v\f\r".includes(c)) {
+            next = true;
+            out += c;
+          } else if (next) {
+            out += asciiUpper(c);
+            next = false;
+          } else out += asciiLower(c);
+        }
+        return out;
+      }),
   ],
   [
     "capitalize",
-    (a) => {
-      const s = strArg(a);
-      return str(s === "" ? s : asciiUpper(s[0]!) + asciiLower(s.slice(1)));
-    },
+    (a) => sameLength(a, (s) => (s === "" ? s : asciiUpper(s[0]!) + asciiLower(s.slice(1)))),
   ],
   // the reference counts bytes (std::string)
-  ["length", (a) => int(Buffer.byteLength(strArg(a), "utf8"))],
+  ["length", (a) => (spendRead(strArg(a).length), int(Buffer.byteLength(strArg(a), "utf8")))],
   [
     "startswith",
     (a) => {
       ensureVals(a, ["string", "string"]);
+      spendRead(asString(pos(a, 0)).length);
       return bool(asString(pos(a, 0)).startsWith(asString(pos(a, 1))));
     },
   ],
@@ -477,6 +559,7 @@ const STRING: Table = new Map<string, Builtin>([
     "endswith",
     (a) => {
       ensureVals(a, ["string", "string"]);
+      spendRead(asString(pos(a, 0)).length);
       return bool(asString(pos(a, 0)).endsWith(asString(pos(a, 1))));
     },
   ],
@@ -493,6 +576,7 @@ const STRING: Table = new Map<string, Builtin>([
       const base = baseV.kind === "undefined" ? 10 : asInt(baseV);
       if (base !== 0 && (base < 2 || base > 36)) throw new TemplateRaisedError("int() base must be 0 or between 2 and 36");
       if (input.kind !== "string") throw new TemplateRaisedError("int() first argument must be a string");
+      spendRead(input.v.length);
       const n = parseIntLike(input.v, base);
       return int(n ?? (dflt.kind === "undefined" ? 0 : asInt(dflt)));
     },
@@ -500,18 +584,31 @@ const STRING: Table = new Map<string, Builtin>([
   [
     "float",
     (a) => {
+      spendRead(strArg(a).length);
       const n = Number.parseFloat(strArg(a));
       const dflt = kwargOrPos(a, "default", 1);
       return float(Number.isNaN(n) ? (dflt.kind === "undefined" ? 0 : isNumeric(dflt) ? dflt.v : 0) : n);
     },
   ],
-  ["string", (a) => str(strArg(a))],
+  ["string", (a) => str(strArg(a), strVal(a).m)],
   [
     "slice",
     (a) => {
       ensureCount(a, 1, 4);
       const [b, e, s] = sliceArgs(a);
-      return str(sliceSeq([...strArg(a)], b, e, s).join(""));
+      const v = strVal(a);
+      spendRead(v.v.length);
+      // slice by code point, each keeping its own mark
+      const points: { c: string; at: number }[] = [];
+      let at = 0;
+      for (const c of v.v) {
+        points.push({ c, at });
+        at += c.length;
+      }
+      const out = new MarkedBuilder();
+      for (const p of sliceSeq(points, b, e, s)) out.append(p.c, sliceMarks(v.m, p.at, p.at + p.c.length));
+      const r = out.result();
+      return str(r.v, r.m);
     },
   ],
   ["safe", (a) => pos(a, 0)],
@@ -522,7 +619,7 @@ const STRING: Table = new Map<string, Builtin>([
 
 const ARRAY: Table = new Map<string, Builtin>([
   ["default", defaultValue],
-  ["list", (a) => arr([...(pos(a, 0) as ValueOf<"array">).items])],
+  ["list", (a) => (spendItems((pos(a, 0) as ValueOf<"array">).items.length), arr([...(pos(a, 0) as ValueOf<"array">).items]))],
   ["first", (a) => (pos(a, 0) as ValueOf<"array">).items[0] ?? undef()],
   ["last", (a) => (pos(a, 0) as ValueOf<"array">).items.at(-1) ?? undef()],
   ["length", (a) => int((pos(a, 0) as ValueOf<"array">).items.length)],
@@ -550,6 +647,7 @@ const ARRAY: Table = new Map<string, Builtin>([
       const target = pos(a, 0);
       if (target.kind !== "array") throw new TemplateRaisedError("append: first argument must be an array");
       if (target.tuple) throw new TemplateRuntimeError("Attempting to modify immutable type");
+      checkItems(target.items.length + 1);
       target.items.push(pos(a, 1));
       return target;
     },
@@ -564,6 +662,7 @@ const ARRAY: Table = new Map<string, Builtin>([
       if (i < 0) i += target.items.length;
       if (i < 0 || i >= target.items.length)
         throw new TemplateRuntimeError(`Index ${i} out of bounds for array of size ${target.items.length}`);
+      spend(target.items.length - i);
       return target.items.splice(i, 1)[0]!;
     },
   ],
@@ -572,6 +671,7 @@ const ARRAY: Table = new Map<string, Builtin>([
     "reverse",
     (a) => {
       const input = pos(a, 0) as ValueOf<"array">;
+      spendItems(input.items.length);
       return arr([...input.items].reverse(), input.tuple);
     },
   ],
@@ -597,9 +697,9 @@ const OBJECT: Table = new Map<string, Builtin>([
       return objGet(o, pos(a, 1)) ?? (count(a) === 3 ? pos(a, 2) : none());
     },
   ],
-  ["keys", (a) => arr([...objArg(a).entries.values()].map(([k]) => k))],
-  ["values", (a) => arr([...objArg(a).entries.values()].map(([, v]) => v))],
-  ["items", (a) => arr([...objArg(a).entries.values()].map(([k, v]) => arr([k, v], true)))],
+  ["keys", (a) => (spendItems(objArg(a).entries.size), arr([...objArg(a).entries.values()].map(([k]) => k)))],
+  ["values", (a) => (spendItems(objArg(a).entries.size), arr([...objArg(a).entries.values()].map(([, v]) => v)))],
+  ["items", (a) => (spendItems(objArg(a).entries.size), arr([...objArg(a).entries.values()].map(([k, v]) => arr([k, v], true))))],
   ["tojson", tojson],
   ["string", markDeepString],
   ["length", (a) => int(objArg(a).entries.size)],
@@ -610,6 +710,7 @@ const OBJECT: Table = new Map<string, Builtin>([
       const by = kwargOrPos(a, "by", 2);
       const reverse = truthy(kwargOrPos(a, "reverse", 3));
       const byValue = by.kind === "string" && by.v === "value";
+      spendItems(input.entries.size);
       const pairs = [...input.entries.values()].sort((x, y) => {
         const [kx, ky] = byValue ? [x[1], y[1]] : [x[0], y[0]];
         if (compare(kx, ky, reverse ? "gt" : "lt")) return -1;
@@ -727,6 +828,7 @@ function isIn(a: FuncArgs): JValue {
     case "string":
       if (needle.kind !== "string")
         throw new TemplateRaisedError(`'in' test expects args[1] as string when args[0] is string, got args[1] as ${typeName(needle)}`);
+      spendRead(hay.v.length);
       return bool(hay.v.includes(needle.v));
     case "object":
       return bool(objHas(hay, needle));
@@ -742,6 +844,8 @@ function range(a: FuncArgs): JValue {
   const n = a.args.map(asInt);
   const [start, stop, step] = n.length === 1 ? [0, n[0]!, 1] : n.length === 2 ? [n[0]!, n[1]!, 1] : [n[0]!, n[1]!, n[2]!];
   if (step === 0) throw new TemplateRaisedError("range() step argument must not be zero");
+  // sized before it allocates: range(10**9) is a limit error at once
+  spendItems(Math.max(0, Math.ceil((stop - start) / step)));
   const out: JValue[] = [];
   if (step > 0) for (let i = start; i < stop; i += step) out.push(int(i));
   else for (let i = start; i > stop; i += step) out.push(int(i));
@@ -760,6 +864,7 @@ export const GLOBALS: ReadonlyMap<string, Builtin> = new Map<string, Builtin>([
     "namespace",
     (a) => {
       const out = obj();
+      spend(a.args.length);
       for (const v of a.args) {
         if (v.kind !== "kwarg") throw new TemplateRaisedError("namespace() arguments must be kwargs");
         objSet(out, str(v.key), v.value);
@@ -771,7 +876,11 @@ export const GLOBALS: ReadonlyMap<string, Builtin> = new Map<string, Builtin>([
     "strftime_now",
     (a) => {
       ensureVals(a, ["string"]);
-      return str(strftime(a.rt.now, asString(pos(a, 0))));
+      const fmt = asString(pos(a, 0));
+      // a directive expands to at most a few dozen characters, at ~0.3 µs each
+      spend(16 + fmt.length * 4);
+      spendString(fmt.length * 32);
+      return str(strftime(a.rt.now, fmt));
     },
   ],
   ["range", range],
@@ -812,6 +921,7 @@ export const GLOBALS: ReadonlyMap<string, Builtin> = new Map<string, Builtin>([
     "test_is_lower",
     (a) => {
       ensureVals(a, ["string"]);
+      spendRead(asString(pos(a, 0)).length);
       return bool(!/[A-Z]/.test(asString(pos(a, 0))));
     },
   ],
@@ -819,6 +929,7 @@ export const GLOBALS: ReadonlyMap<string, Builtin> = new Map<string, Builtin>([
     "test_is_upper",
     (a) => {
       ensureVals(a, ["string"]);
+      spendRead(asString(pos(a, 0)).length);
       return bool(!/[a-z]/.test(asString(pos(a, 0))));
     },
   ],

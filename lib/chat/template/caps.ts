@@ -5,8 +5,10 @@
  * must match the reference's exactly. Cached per template hash.
  */
 import { compileTemplate } from "./compile.js";
+import { TemplateLimitError } from "./errors.js";
 import { Evaluator } from "./interpreter.js";
-import { baseScope } from "./render.js";
+import { Budget, DEFAULT_TEMPLATE_LIMITS } from "./limits.js";
+import { asRenderError, baseScope } from "./render.js";
 import { type JValue, bool, fromJS, objGet, str } from "./value.js";
 
 export interface TemplateCaps {
@@ -50,8 +52,10 @@ function probe(source: string, messages: unknown[], tools: unknown[] | undefined
   let output = "";
   let ok = true;
   try {
-    output = new Evaluator({ stats: true, now: new Date() }).render(compiled.program, scope);
-  } catch {
+    output = new Evaluator({ stats: true, now: new Date() }, new Budget(DEFAULT_TEMPLATE_LIMITS)).render(compiled.program, scope);
+  } catch (e) {
+    // a probe that runs out of budget means the template is too costly to use at all
+    if (e instanceof TemplateLimitError || (e instanceof RangeError && /call stack/i.test(e.message))) throw asRenderError(e, compiled);
     ok = false; // a probe that fails only tells us something is unsupported
   }
   return { ok, output, messages: messagesV, tools: toolsV, vars: scope.vars };

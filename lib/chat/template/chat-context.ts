@@ -99,6 +99,8 @@ export interface PreparedChatContext {
   variables: JsonObject;
   /** Post-processing of every rendered text: BOS/EOS stripping where the model adds them. */
   finish(prompt: string): string;
+  /** What `finish` keeps of `prompt`: `prompt.slice(start, end)`. */
+  finishRange(prompt: string): [start: number, end: number];
 }
 
 function invalid(message: string, where: string): never {
@@ -372,11 +374,11 @@ export function prepareChatContext(templateSource: string, request: ChatRenderRe
 
   const bos = request.bos_token ?? "";
   const eos = request.eos_token ?? "";
-  const finish = (prompt: string): string => {
-    let out = prompt;
-    if (request.add_bos && out.startsWith(bos)) out = out.slice(bos.length);
-    if (request.add_eos && out.endsWith(eos)) out = out.slice(0, out.length - eos.length);
-    return out;
+  const finishRange = (prompt: string): [number, number] => {
+    const start = request.add_bos && prompt.startsWith(bos) ? bos.length : 0;
+    const end = request.add_eos && prompt.endsWith(eos) && prompt.length - eos.length >= start ? prompt.length - eos.length : prompt.length;
+    return [start, end];
   };
-  return { source: src, caps, specialized: kind, variables, finish };
+  const finish = (prompt: string): string => prompt.slice(...finishRange(prompt));
+  return { source: src, caps, specialized: kind, variables, finish, finishRange };
 }

@@ -1,11 +1,15 @@
 /**
- * Parsing, once per template source: @huggingface/jinja's lexer (lstrip_blocks + trim_blocks, the
- * chat-template defaults the reference uses too) and parser, cached by the source's hash.
+ * Parsing, once per template source: our positioned lexer (lexer.ts, the library's token list
+ * plus offsets) and @huggingface/jinja's parser, cached by the source's hash. Every syntax error
+ * names the line and column it was found at.
  */
 import { createHash } from "node:crypto";
-import { Template } from "@huggingface/jinja";
+import { parse } from "@huggingface/jinja";
 import { LlamapegError } from "../../errors.js";
 import type { NodeOf } from "./ast.js";
+import { TemplateError, TemplateSyntaxError, lineColumn } from "./errors.js";
+import { type PositionedToken, tokenize } from "./lexer.js";
+import { type NodePositions, nodePositions } from "./positions.js";
 
 export interface CompiledTemplate {
   /** sha256 of the source, hex; the cache key. */
@@ -13,6 +17,8 @@ export interface CompiledTemplate {
   /** The source as the reference sees it: CRLF/CR normalized to LF. */
   readonly source: string;
   readonly program: NodeOf<"Program">;
+  /** Where each node starts in `source` (offsets). */
+  readonly positions: NodePositions;
 }
 
 const CACHE_LIMIT = 64;
@@ -22,7 +28,7 @@ export function templateHash(source: string): string {
   return createHash("sha256").update(source).digest("hex");
 }
 
-/** Parses `source` (or returns the cached parse). A syntax error is ERR_TEMPLATE_RENDER. */
+/** Parses `source` (or returns the cached parse). A syntax error is ERR_TEMPLATE_RENDER with its line and column. */
 export function compileTemplate(source: string): CompiledTemplate {
   if (typeof source !== "string") throw new LlamapegError("ERR_INVALID_ARGUMENT", "template source must be a string");
   const hash = templateHash(source);
@@ -35,66 +41,79 @@ export function compileTemplate(source: string): CompiledTemplate {
   }
   // the reference's lexer normalizes line endings before anything else
   const normalized = source.replace(/\r\n?/g, "\n");
+  const syntaxError = (message: string, offset: number, cause: unknown): TemplateError =>
+    new TemplateError("ERR_TEMPLATE_RENDER", `chat template has a syntax error at ${where(normalized, offset)}: ${message} (near \`${excerpt(normalized, offset)}\`)`, {
+      hash,
+      position: lineColumn(normalized, offset),
+      cause,
+    });
+
+  let tokens: PositionedToken[];
+  try {
+    tokens = tokenize(normalized);
+  } catch (e) {
+    if (e instanceof TemplateSyntaxError) throw syntaxError(e.message, e.offset, e);
+    throw e;
+  }
   let program: NodeOf<"Program">;
   try {
-    program = new Template(normalized).parsed as unknown as NodeOf<"Program">;
-  } catch (e) {
+    program = parse(tokens as never) as unknown as NodeOf<"Program">;
+  } catch (first) {
+    const { error: e, furthest } = parseTracked(tokens, first);
+    const offset = furthest < tokens.length ? tokens[furthest]!.start : normalized.length;
+    if (e instanceof RangeError) {
+      throw new TemplateError("ERR_TEMPLATE_LIMIT", `chat template nests too deeply to parse (at ${where(normalized, offset)})`, {
+        hash,
+        position: lineColumn(normalized, offset),
+        limit: "nesting",
+        cause: e,
+      });
+    }
     // the parser runs off the token list (a TypeError) when a block is never closed
     const msg = e instanceof TypeError ? `unexpected end of template, is a block left open? (${e.message})` : e instanceof Error ? e.message : String(e);
-    const at = locateSyntaxError(normalized);
-    throw new LlamapegError("ERR_TEMPLATE_RENDER", `chat template has a syntax error: ${msg}${at ? ` (at ${at.where}: \`${at.tag}\`)` : ""}`, {
-      where: `template ${hash.slice(0, 12)}${at ? ` ${at.where}` : ""}`,
-      cause: e,
-    });
+    throw syntaxError(msg, offset, e);
   }
-  const compiled: CompiledTemplate = { hash, source: normalized, program };
+  const compiled: CompiledTemplate = { hash, source: normalized, program, positions: nodePositions(program, tokens) };
   cache.set(hash, compiled);
   if (cache.size > CACHE_LIMIT) cache.delete(cache.keys().next().value!);
   return compiled;
 }
 
-/** Block statements that need their end tag to parse on their own. */
-const BLOCK_ENDS: Record<string, string> = {
-  if: "{% endif %}",
-  for: "{% endfor %}",
-  macro: "{% endmacro %}",
-  call: "{% endcall %}",
-  filter: "{% endfilter %}",
-  generation: "{% endgeneration %}",
-};
-
 /**
- * The parser keeps no positions, so find the first tag that does not parse on its own (block
- * openers get their end tag, continuation tags are skipped). Structural errors such as a missing
- * `endif` are not found this way; the message then stands alone.
+ * Parses again, watching which tokens the parser reads (it keeps no positions): the furthest
+ * one is where it stopped. Only on the error path, so a good template is parsed at full speed.
  */
-function locateSyntaxError(source: string): { where: string; tag: string } | undefined {
-  const tagRe = /\{\{[^]*?\}\}|\{%[^]*?%\}|\{#[^]*?#\}/g;
-  for (const m of source.matchAll(tagRe)) {
-    const tag = m[0];
-    let probe: string | undefined;
-    if (tag.startsWith("{{")) probe = tag;
-    else if (tag.startsWith("{%")) {
-      const word = /^\{%-?\s*(\w+)/.exec(tag)?.[1] ?? "";
-      if (word === "set" && !tag.includes("=")) probe = `${tag}{% endset %}`;
-      else if (word === "set") probe = tag;
-      else if (word in BLOCK_ENDS) probe = tag + BLOCK_ENDS[word];
-      else if (word === "elif") probe = `{% if true %}${tag.replace(/\belif\b/, "if")}{% endif %}{% endif %}`;
-    }
-    if (probe === undefined) continue;
-    try {
-      new Template(probe);
-    } catch {
-      let line = 1;
-      let last = -1;
-      for (let i = 0; i < m.index; i++)
-        if (source.charCodeAt(i) === 10) {
-          line++;
-          last = i;
-        }
-      const short = tag.length > 60 ? tag.slice(0, 60) + "…" : tag;
-      return { where: `line ${line}, column ${m.index - last}`, tag: short.replace(/\s+/g, " ") };
-    }
+function parseTracked(tokens: PositionedToken[], first: unknown): { error: unknown; furthest: number } {
+  let furthest = 0;
+  const tracked = new Proxy(tokens, {
+    get(target, key, receiver) {
+      if (typeof key === "string") {
+        const i = Number(key);
+        if (Number.isInteger(i) && i > furthest) furthest = i;
+      }
+      return Reflect.get(target, key, receiver);
+    },
+  });
+  try {
+    parse(tracked as never);
+  } catch (e) {
+    return { error: e, furthest };
   }
-  return undefined;
+  return { error: first, furthest: tokens.length };
+}
+
+/** "line L, column C" of an offset. */
+export function where(source: string, offset: number): string {
+  const { line, column } = lineColumn(source, offset);
+  return `line ${line}, column ${column}`;
+}
+
+/** The source line around `offset`, at most 30 characters each side. */
+export function excerpt(source: string, offset: number): string {
+  const lineStart = source.lastIndexOf("\n", offset - 1) + 1;
+  let lineEnd = source.indexOf("\n", offset);
+  if (lineEnd < 0) lineEnd = source.length;
+  const from = Math.max(lineStart, offset - 30);
+  const to = Math.min(lineEnd, offset + 30);
+  return (from > lineStart ? "…" : "") + source.slice(from, to) + (to < lineEnd ? "…" : "");
 }

@@ -10,12 +10,16 @@
  */
 import type { Identifier, Node, NodeOf } from "./ast.js";
 import { GLOBALS, builtinsOf, isIn } from "./builtins.js";
+import { TemplateLimitError } from "./errors.js";
+import { Budget, CALL_COST, LOOP_ITERATION_COST, checkLength, spend, spendItems, spendString, withBudget } from "./limits.js";
+import { MarkedBuilder, type Marks, isMarkedAt } from "./marks.js";
 import {
   type FuncArgs,
   type JValue,
   type RuntimeHooks,
   TemplateRuntimeError,
   arr,
+  asMarked,
   asString,
   bool,
   equals,
@@ -27,7 +31,7 @@ import {
   obj,
   objGet,
   objSet,
-  printValue,
+  printInto,
   str,
   truthy,
   typeName,
@@ -64,18 +68,63 @@ export class Scope {
 const FILTER_ALIASES: Record<string, string> = { count: "length", d: "default", e: "escape", trim: "strip" };
 const COERCED_TO_STRING = new Set(["capitalize", "lower", "replace", "strip", "title", "upper", "wordcount"]);
 
+/** Concatenates two strings with their marks, after checking the result may exist. */
+function concat(a: { v: string; m?: Marks }, b: { v: string; m?: Marks }): JValue {
+  spendString(a.v.length + b.v.length);
+  if (a.m === undefined && b.m === undefined) return str(a.v + b.v);
+  const out = new MarkedBuilder();
+  out.append(a.v, a.m);
+  out.append(b.v, b.m);
+  const r = out.result();
+  return str(r.v, r.m);
+}
+
 export class Evaluator {
-  constructor(private readonly rt: RuntimeHooks) {}
+  /** Current evaluation depth (expression nesting plus macro recursion). */
+  private depth = 0;
+
+  constructor(
+    private readonly rt: RuntimeHooks,
+    private readonly budget: Budget,
+  ) {}
 
   /** Renders a whole program in `scope`. */
   render(program: NodeOf<"Program">, scope: Scope): string {
-    return this.block(program.body, scope);
+    return this.renderMarked(program, scope).v;
   }
 
-  private block(stmts: readonly Node[], scope: Scope): string {
-    let out = "";
-    for (const s of stmts) out += printValue(this.eval(s, scope));
-    return out;
+  /** Renders a whole program in `scope`; `m` marks the characters that came from input values. */
+  renderMarked(program: NodeOf<"Program">, scope: Scope): { v: string; m?: Marks } {
+    return withBudget(this.budget, () => {
+      const out = this.block(program.body, scope);
+      return out.kind === "string" ? (out.m ? { v: out.v, m: out.m } : { v: out.v }) : { v: "" };
+    });
+  }
+
+  /** The statements' output as one string value (with marks). */
+  private block(stmts: readonly Node[], scope: Scope): JValue {
+    const out = new MarkedBuilder();
+    for (const s of stmts) {
+      const v = this.eval(s, scope);
+      // one string statement: a fresh value (usage stats must not flow back to the value printed)
+      if (stmts.length === 1 && v.kind === "string") return str(v.v, v.m);
+      this.print(out, v, s);
+    }
+    const r = out.result();
+    return str(r.v, r.m);
+  }
+
+  /** Appends what `v` (the value of `node`) prints; a limit hit while printing is `node`'s. */
+  private print(out: MarkedBuilder, v: JValue, node: Node): void {
+    try {
+      const before = out.length;
+      printInto(out, v);
+      spendString(out.length - before);
+      checkLength(out.length);
+    } catch (e) {
+      if (e instanceof Error && !failedNodes.has(e)) failedNodes.set(e, node);
+      throw e;
+    }
   }
 
   private call(fn: JValue, args: JValue[], what: string): JValue {
@@ -95,18 +144,26 @@ export class Evaluator {
 
   eval(node: Node, scope: Scope): JValue {
     try {
+      if (++this.depth > this.budget.peakNesting) {
+        this.budget.peakNesting = this.depth;
+        if (this.depth > this.budget.limits.maxNesting)
+          throw new TemplateLimitError("nesting", `the template nests deeper than ${this.budget.limits.maxNesting} levels (maxNesting)`);
+      }
+      if (--this.budget.steps < 0) spend(0);
       return this.evalNode(node, scope);
     } catch (e) {
       // remember the innermost node that failed; the API edge turns it into a source position
       if (e instanceof Error && !failedNodes.has(e)) failedNodes.set(e, node);
       throw e;
+    } finally {
+      this.depth--;
     }
   }
 
   private evalNode(node: Node, scope: Scope): JValue {
     switch (node.type) {
       case "Program":
-        return str(this.block(node.body, scope));
+        return this.block(node.body, scope);
       case "StringLiteral":
         return str(node.value);
       case "IntegerLiteral":
@@ -114,8 +171,10 @@ export class Evaluator {
       case "FloatLiteral":
         return float(node.value);
       case "ArrayLiteral":
+        spendItems(node.value.length);
         return arr(node.value.map((x) => this.eval(x, scope)));
       case "TupleLiteral":
+        spendItems(node.value.length);
         return arr(
           node.value.map((x) => this.eval(x, scope)),
           true,
@@ -134,7 +193,7 @@ export class Evaluator {
       case "Continue":
         throw new ContinueSignal();
       case "If":
-        return str(this.block(truthy(this.eval(node.test, scope)) ? node.body : node.alternate, scope));
+        return this.block(truthy(this.eval(node.test, scope)) ? node.body : node.alternate, scope);
       case "For":
         return this.forLoop(node, scope);
       case "Set":
@@ -169,7 +228,7 @@ export class Evaluator {
       case "FilterExpression":
         return this.filter(this.eval(node.operand, scope), node.filter, scope);
       case "FilterStatement":
-        return this.filter(str(this.block(node.body, scope)), node.filter, scope);
+        return this.filter(this.block(node.body, scope), node.filter, scope);
       case "TestExpression": {
         const input = this.eval(node.operand, scope);
         const test = GLOBALS.get("test_is_" + node.test.value);
@@ -216,7 +275,7 @@ export class Evaluator {
     // the reference treats None/undefined as "" when concatenated with a string
     const concatNull = (): JValue | undefined => {
       if ((op === "+" || op === "~") && ((nullish(left) && right.kind === "string") || (nullish(right) && left.kind === "string")))
-        return str((nullish(left) ? "" : asString(left)) + (nullish(right) ? "" : asString(right)));
+        return concat(nullish(left) ? { v: "" } : asMarked(left), nullish(right) ? { v: "" } : asMarked(right));
       return undefined;
     };
     if (left.kind === "undefined" || right.kind === "undefined") {
@@ -259,17 +318,26 @@ export class Evaluator {
     }
     const isIn_ = (): boolean => truthy(isIn({ name: "test_is_in", args: [left, right], rt: this.rt }));
     if (left.kind === "array" && right.kind === "array") {
-      if (op === "+") return arr([...left.items, ...right.items]);
+      if (op === "+") {
+        spendItems(left.items.length + right.items.length);
+        return arr([...left.items, ...right.items]);
+      }
     } else if (right.kind === "array") {
       if (op === "in") return bool(isIn_());
       if (op === "not in") return bool(!isIn_());
     }
-    if ((left.kind === "string" || right.kind === "string") && (op === "~" || op === "+"))
-      return str(asString(left) + asString(right));
+    if ((left.kind === "string" || right.kind === "string") && (op === "~" || op === "+")) return concat(asMarked(left), asMarked(right));
     if (op === "*" && ((left.kind === "string" && right.kind === "int") || (left.kind === "int" && right.kind === "string"))) {
-      const s = left.kind === "string" ? left.v : asString(right);
+      const s = (left.kind === "string" ? left : right) as { v: string; m?: Marks };
       const n = left.kind === "int" ? left.v : (right as { v: number }).v;
-      return str(n <= 0 ? "" : s.repeat(n));
+      if (n <= 0 || s.v.length === 0) return str("");
+      // sized before it allocates: 'a' * 134217729 is a limit error, not a V8 fatal error
+      spendString(s.v.length * n);
+      if (s.m === undefined) return str(s.v.repeat(n));
+      const out = new MarkedBuilder();
+      for (let i = 0; i < n; i++) out.append(s.v, s.m);
+      const r = out.result();
+      return str(r.v, r.m);
     }
     if (left.kind === "string" && right.kind === "string") {
       if (op === "in") return bool(isIn_());
@@ -327,7 +395,7 @@ export class Evaluator {
           const i = property.v < 0 ? property.v + object.items.length : property.v;
           if (i >= 0 && i < object.items.length) val = object.items[i]!;
         } else if (property.v >= 0 && property.v < object.v.length) {
-          val = str(object.v[property.v]!);
+          val = str(object.v[property.v]!, isMarkedAt(object.m, property.v) ? [0, 1] : undefined);
         }
       } else if (property.kind === "string") {
         val = this.builtin(property.v, object, true);
@@ -365,6 +433,7 @@ export class Evaluator {
     if (iterable.kind !== "array" && iterable.kind !== "object")
       throw new TemplateRuntimeError(`Expected iterable or object type in for loop: got ${typeName(iterable)}`);
     const isObject = iterable.kind === "object";
+    spendItems(iterable.kind === "object" ? iterable.entries.size : iterable.items.length);
     const items: JValue[] =
       iterable.kind === "object" ? [...iterable.entries.values()].map(([k, v]) => arr([k, v], true)) : [...iterable.items];
     if (this.rt.stats) markUsed(iterable, false, isObject ? "object_access" : "array_access");
@@ -398,9 +467,10 @@ export class Evaluator {
       kept.push(item);
     }
 
-    let out = "";
+    const out = new MarkedBuilder();
     let noIteration = true;
     for (let i = 0; i < kept.length; i++) {
+      spend(LOOP_ITERATION_COST);
       const n = kept.length;
       const loop = obj(
         [
@@ -419,7 +489,7 @@ export class Evaluator {
       scope.set("loop", loop);
       bind(scope, kept[i]!);
       try {
-        for (const s of node.body) out += printValue(this.eval(s, scope));
+        for (const s of node.body) this.print(out, this.eval(s, scope), s);
       } catch (e) {
         if (e instanceof ContinueSignal) continue;
         if (e instanceof BreakSignal) break;
@@ -427,12 +497,16 @@ export class Evaluator {
       }
       noIteration = false;
     }
-    if (noIteration) out += this.block(node.defaultBlock, ctx);
-    return str(out);
+    if (noIteration) {
+      const d = this.block(node.defaultBlock, ctx);
+      if (d.kind === "string") out.append(d.v, d.m);
+    }
+    const r = out.result();
+    return str(r.v, r.m);
   }
 
   private set(node: NodeOf<"Set">, scope: Scope): void {
-    const rhs = node.value ? this.eval(node.value, scope) : str(this.block(node.body, scope));
+    const rhs = node.value ? this.eval(node.value, scope) : this.block(node.body, scope);
     const target = node.assignee;
     if (target.type === "Identifier") {
       scope.set(target.value, rhs);
@@ -479,10 +553,11 @@ export class Evaluator {
     const name = node.name.value;
     // like the reference, the body runs in a copy of the CALLER's scope (dynamic scoping)
     const fn = (a: FuncArgs & { scope?: Scope }): JValue => {
+      spend(CALL_COST);
       const caller = a.scope ?? scope;
       const macroScope = new Scope(caller);
       this.bindParams(name, node.args, a.args, caller, macroScope);
-      return str(this.block(node.body, macroScope));
+      return this.block(node.body, macroScope);
     };
     scope.set(name, { kind: "func", name, fn: (a) => fn({ ...a, scope: this.currentScope ?? scope }) });
   }
@@ -496,9 +571,10 @@ export class Evaluator {
     if (callee.kind !== "func") throw new TemplateRuntimeError(`Callee is not a function: got ${typeName(callee)}`);
     const callerScope = new Scope(scope);
     const callerFn = func("caller", (a) => {
+      spend(CALL_COST);
       const blockScope = new Scope(callerScope);
       this.bindParams("caller", node.callerArgs ?? [], a.args, callerScope, blockScope);
-      return str(this.block(node.body, blockScope));
+      return this.block(node.body, blockScope);
     });
     const callScope = new Scope(scope);
     callScope.set("caller", callerFn);

@@ -1,16 +1,33 @@
 /**
  * Raw rendering: a template source plus a variables object -> text. No chat-specific
  * preprocessing here (see chat-context.ts for what the reference does to messages first).
+ * Every render runs under budgets (limits.ts); every failure names its line and column.
  */
 import { LlamapegError } from "../../errors.js";
-import { compileTemplate } from "./compile.js";
+import { type CompiledTemplate, compileTemplate, where } from "./compile.js";
+import { TemplateError, TemplateLimitError, lineColumn } from "./errors.js";
 import { Evaluator, Scope, failedNodes } from "./interpreter.js";
-import { locateNode, snippet } from "./locate.js";
+import { Budget, type TemplateLimits, type TemplateUsage, resolveLimits } from "./limits.js";
+import { snippet } from "./describe.js";
+import type { Marks } from "./marks.js";
 import { type JValue, TemplateRaisedError, bool, fromJS, none } from "./value.js";
 
 export interface RenderOptions {
   /** What `strftime_now` formats (local time). Default: the current time. */
   now?: Date;
+  /** Budgets for this render (defaults: DEFAULT_TEMPLATE_LIMITS). */
+  limits?: TemplateLimits;
+  /** Variables whose strings count as input (message text): their characters are marked in the output. */
+  inputVariables?: readonly string[];
+  /** Called when the render ends (or fails) with the budget it used. */
+  onUsage?: (usage: TemplateUsage) => void;
+}
+
+/** A rendering and which of its characters came from input variables. */
+export interface MarkedRender {
+  text: string;
+  /** Sorted, disjoint `[start, end)` ranges (UTF-16 code units of `text`), flattened. */
+  marks: Marks;
 }
 
 /** The scope every render starts from: the reference's context constants. */
@@ -26,34 +43,42 @@ export function baseScope(): Scope {
 }
 
 /**
- * Turns anything a render throws into ERR_TEMPLATE_RENDER: the template's message, the failing
- * expression and, where the source shows it, its line and column.
+ * Turns anything a render throws into a TemplateError: ERR_TEMPLATE_LIMIT for a budget that ran
+ * out (a stack overflow included), else ERR_TEMPLATE_RENDER; with the failing expression and its
+ * line and column.
  */
-export function asRenderError(e: unknown, hash: string, source?: string): LlamapegError {
+export function asRenderError(e: unknown, compiled: CompiledTemplate): LlamapegError {
   if (e instanceof LlamapegError) return e;
-  const raised = e instanceof TemplateRaisedError;
-  const msg = e instanceof RangeError ? `template recursion too deep (${e.message})` : e instanceof Error ? e.message : String(e);
   const node = e instanceof Error ? failedNodes.get(e) : undefined;
-  const at = node && source !== undefined ? locateNode(source, node) : undefined;
-  const context = node ? ` (in \`${snippet(node)}\`${at ? ` at ${at}` : ""})` : "";
-  return new LlamapegError(
+  const offset = node ? compiled.positions.get(node) : undefined;
+  const position = offset !== undefined ? lineColumn(compiled.source, offset) : undefined;
+  const context = node ? ` (in \`${snippet(node)}\`${offset !== undefined ? ` at ${where(compiled.source, offset)}` : ""})` : "";
+  const overflow = e instanceof RangeError && /call stack/i.test(e.message);
+  if (e instanceof TemplateLimitError || overflow) {
+    const limit = e instanceof TemplateLimitError ? e.limit : "nesting";
+    const msg = e instanceof TemplateLimitError ? e.message : `the template recursed until the stack ran out (${e.message})`;
+    return new TemplateError("ERR_TEMPLATE_LIMIT", `chat template stopped: ${msg}${context}`, {
+      hash: compiled.hash,
+      ...(position ? { position } : {}),
+      limit,
+      cause: e,
+    });
+  }
+  const raised = e instanceof TemplateRaisedError;
+  const msg = e instanceof Error ? e.message : String(e);
+  return new TemplateError(
     "ERR_TEMPLATE_RENDER",
     (raised ? `chat template raised an exception: ${msg}` : `chat template failed to render: ${msg}`) + context,
-    { where: `template ${hash.slice(0, 12)}${at ? ` ${at.replace(/ \(.*\)$/, "")}` : ""}`, cause: e },
+    { hash: compiled.hash, ...(position ? { position } : {}), cause: e },
   );
 }
 
-/**
- * Renders `source` with `variables` (plain JSON-compatible data; keys become template variables).
- * Values already converted (JValue) may be passed through `prepared` (used by capability probing).
- */
-export function renderTemplate(source: string, variables: Record<string, unknown>, options: RenderOptions = {}): string {
-  const compiled = compileTemplate(source);
+function scopeOf(variables: Record<string, unknown>, inputs: ReadonlySet<string>): Scope {
   const scope = baseScope();
   for (const [k, v] of Object.entries(variables)) {
     if (v === undefined) continue;
     try {
-      scope.set(k, fromJS(v));
+      scope.set(k, fromJS(v, inputs.has(k)));
     } catch (e) {
       // functions, symbols, cycles: not data a template can be given
       throw new LlamapegError("ERR_INVALID_ARGUMENT", `template variable '${k}' is not JSON-like data: ${(e as Error).message}`, {
@@ -62,11 +87,30 @@ export function renderTemplate(source: string, variables: Record<string, unknown
       });
     }
   }
+  return scope;
+}
+
+/**
+ * Renders `source` with `variables` (plain JSON-compatible data; keys become template variables)
+ * and says which output characters came from `options.inputVariables`.
+ */
+export function renderTemplateMarked(source: string, variables: Record<string, unknown>, options: RenderOptions = {}): MarkedRender {
+  const compiled = compileTemplate(source);
+  const budget = new Budget(resolveLimits(options.limits));
+  const scope = scopeOf(variables, new Set(options.inputVariables ?? []));
   try {
-    return new Evaluator({ stats: false, now: options.now ?? new Date() }).render(compiled.program, scope);
+    const out = new Evaluator({ stats: false, now: options.now ?? new Date() }, budget).renderMarked(compiled.program, scope);
+    return { text: out.v, marks: out.m ?? [] };
   } catch (e) {
-    throw asRenderError(e, compiled.hash, compiled.source);
+    throw asRenderError(e, compiled);
+  } finally {
+    options.onUsage?.(budget.usage());
   }
+}
+
+/** Renders `source` with `variables` (plain JSON-compatible data; keys become template variables). */
+export function renderTemplate(source: string, variables: Record<string, unknown>, options: RenderOptions = {}): string {
+  return renderTemplateMarked(source, variables, options).text;
 }
 
 export type { JValue };

@@ -5,8 +5,13 @@
  * hashable key (integers too), `None` and `Undefined` are distinct, tuples are immutable arrays.
  *
  * Every value carries optional usage stats; the capability probe (caps.ts) reads them to learn
- * which parts of its input a template touched, as the reference's `caps_get` does.
+ * which parts of its input a template touched, as the reference's `caps_get` does. Strings carry
+ * input marks (marks.ts); the functions that build strings here keep them, and charge the active
+ * render budget (limits.ts) for the work, so walking a huge or self-referencing value is a coded
+ * limit error rather than a hang or a stack overflow.
  */
+import { checkDepth, checkItems, checkLength, spend, spendRead, spendString } from "./limits.js";
+import { type Marks, MarkedBuilder, allMarked, runs } from "./marks.js";
 
 export interface ValueStats {
   used: boolean;
@@ -23,7 +28,7 @@ export type JValue =
   | (Base & { kind: "bool"; v: boolean })
   | (Base & { kind: "int"; v: number })
   | (Base & { kind: "float"; v: number })
-  | (Base & { kind: "string"; v: string })
+  | (Base & { kind: "string"; v: string; m?: Marks })
   | (Base & { kind: "array"; items: JValue[]; tuple: boolean })
   | (Base & { kind: "object"; entries: Map<string, [JValue, JValue]>; builtins: boolean })
   | (Base & { kind: "func"; name: string; fn: (args: FuncArgs) => JValue; self?: JValue })
@@ -64,7 +69,14 @@ export const none = (): JValue => ({ kind: "none" });
 export const bool = (v: boolean): JValue => ({ kind: "bool", v });
 export const int = (v: number): JValue => ({ kind: "int", v: Math.trunc(v) });
 export const float = (v: number): JValue => ({ kind: "float", v });
-export const str = (v: string): JValue => ({ kind: "string", v });
+export const str = (v: string, m?: Marks): JValue => (m !== undefined && m.length > 0 ? { kind: "string", v, m } : { kind: "string", v });
+/** A string built by the template: its length is checked against the budget and charged. */
+export function built(v: string, m?: Marks): JValue {
+  spendString(v.length);
+  return str(v, m);
+}
+/** The marks of a string value (undefined for anything else). */
+export const marksOf = (v: JValue): Marks | undefined => (v.kind === "string" ? v.m : undefined);
 export const arr = (items: JValue[], tuple = false): JValue => ({ kind: "array", items, tuple });
 export const func = (name: string, fn: (args: FuncArgs) => JValue, self?: JValue): JValue =>
   self === undefined ? { kind: "func", name, fn } : { kind: "func", name, fn, self };
@@ -84,9 +96,11 @@ export const isNumeric = (v: JValue): v is ValueOf<"int" | "float"> => v.kind ==
 // ---- object keys -------------------------------------------------------------------------------
 
 /** Hash key: llama.cpp hashes by type and value, with integral floats and bools equal to ints. */
-export function hashKey(key: JValue): string {
+export function hashKey(key: JValue, depth = 0): string {
+  checkDepth(depth);
   switch (key.kind) {
     case "string":
+      spendRead(key.v.length);
       return "s" + key.v;
     case "int":
       return "n" + String(key.v);
@@ -98,7 +112,8 @@ export function hashKey(key: JValue): string {
       return "N";
     case "array":
       if (!key.tuple) throw new TemplateRuntimeError(`Object key of unhashable type: ${typeName(key)}`);
-      return "t[" + key.items.map(hashKey).join(",") + "]";
+      spend(key.items.length);
+      return "t[" + key.items.map((x) => hashKey(x, depth + 1)).join(",") + "]";
     case "undefined":
     case "object":
     case "func":
@@ -114,6 +129,7 @@ export function objGet(o: ValueOf<"object">, key: JValue): JValue | undefined {
 export function objSet(o: ValueOf<"object">, key: JValue, value: JValue): void {
   const h = hashKey(key);
   const prev = o.entries.get(h);
+  if (prev === undefined) checkItems(o.entries.size + 1);
   // replacing keeps the original position (and the original key), as value_object_t::insert does
   o.entries.set(h, [prev ? prev[0] : key, value]);
 }
@@ -129,12 +145,22 @@ export class JsonFloat {
   constructor(readonly value: number) {}
 }
 
-/** JSON-compatible JS data -> values (global_from_json); `Map`s are ordered objects. */
-export function fromJS(x: unknown): JValue {
+/** Values of these keys stay unmarked when they are plain words, so `'<|' + role + '|>'` still builds a marker. */
+const STRUCTURAL_KEYS = new Set(["role", "type"]);
+const PLAIN_WORD = /^[A-Za-z0-9_.-]*$/;
+
+/**
+ * JSON-compatible JS data -> values (global_from_json); `Map`s are ordered objects. With
+ * `markInput`, every string (object keys included) is marked as input except the plain-word
+ * values of `role` and `type` fields.
+ */
+export function fromJS(x: unknown, markInput = false, key?: string, depth = 0): JValue {
+  checkDepth(depth);
   if (x === null) return none();
   if (x === undefined) return undef();
   if (x instanceof JsonFloat) return float(x.value);
-  if (x instanceof Map) return obj([...x].map(([k, v]) => [str(String(k)), fromJS(v)]));
+  const mk = (s: string): JValue => (markInput ? str(s, allMarked(s.length)) : str(s));
+  if (x instanceof Map) return obj([...x].map(([k, v]) => [mk(String(k)), fromJS(v, markInput, String(k), depth + 1)]));
   switch (typeof x) {
     case "boolean":
       return bool(x);
@@ -143,11 +169,11 @@ export function fromJS(x: unknown): JValue {
     case "bigint":
       return int(Number(x));
     case "string":
-      return str(x);
+      return markInput && !(key !== undefined && STRUCTURAL_KEYS.has(key) && PLAIN_WORD.test(x)) ? mk(x) : str(x);
     case "object":
-      if (Array.isArray(x)) return arr(x.map(fromJS));
+      if (Array.isArray(x)) return arr(x.map((v) => fromJS(v, markInput, undefined, depth + 1)));
       if (x instanceof Date) return str(x.toISOString());
-      return obj(Object.entries(x as Record<string, unknown>).map(([k, v]) => [str(k), fromJS(v)]));
+      return obj(Object.entries(x as Record<string, unknown>).map(([k, v]) => [mk(k), fromJS(v, markInput, k, depth + 1)]));
     default:
       throw new TemplateRuntimeError(`cannot pass a ${typeof x} to a template`);
   }
@@ -229,59 +255,127 @@ export function floatToJson(x: number): string {
 
 /** `value_t::as_string()`; throws where the reference has no string form. */
 export function asString(v: JValue): string {
+  if (v.kind === "string") return v.v;
+  const b = new MarkedBuilder();
+  stringInto(b, v, 0);
+  return b.text;
+}
+
+/** `as_string()` with the input marks of the strings it contains. */
+export function asMarked(v: JValue): { v: string; m?: Marks } {
+  if (v.kind === "string") return v.m !== undefined ? { v: v.v, m: v.m } : { v: v.v };
+  const b = new MarkedBuilder();
+  stringInto(b, v, 0);
+  if (v.kind === "array" || v.kind === "object") spendString(b.length);
+  return b.result();
+}
+
+function stringInto(b: MarkedBuilder, v: JValue, depth: number): void {
+  checkDepth(depth);
+  spend(4);
   switch (v.kind) {
     case "string":
-      return v.v;
+      b.append(v.v, v.m);
+      return;
     case "int":
-      return String(v.v);
+      b.append(String(v.v));
+      return;
     case "float":
-      return floatToString(v.v);
+      b.append(floatToString(v.v));
+      return;
     case "bool":
-      return v.v ? "True" : "False";
+      b.append(v.v ? "True" : "False");
+      return;
     case "none":
-      return "None";
+      b.append("None");
+      return;
     case "array": {
-      const inner = v.items.map(repr).join(", ");
-      return v.tuple ? `(${inner}${v.items.length === 1 ? "," : ""})` : `[${inner}]`;
+      b.append(v.tuple ? "(" : "[");
+      v.items.forEach((x, i) => {
+        if (i > 0) b.append(", ");
+        reprInto(b, x, depth + 1);
+      });
+      if (v.tuple && v.items.length === 1) b.append(",");
+      b.append(v.tuple ? ")" : "]");
+      break;
     }
-    case "object":
-      return "{" + [...v.entries.values()].map(([k, x]) => `${repr(k)}: ${repr(x)}`).join(", ") + "}";
+    case "object": {
+      b.append("{");
+      let i = 0;
+      for (const [k, x] of v.entries.values()) {
+        if (i++ > 0) b.append(", ");
+        reprInto(b, k, depth + 1);
+        b.append(": ");
+        reprInto(b, x, depth + 1);
+      }
+      b.append("}");
+      break;
+    }
     case "undefined":
     case "func":
     case "kwarg":
       throw new TemplateRuntimeError(`${typeName(v)} is not a string value`);
   }
+  checkLength(b.length);
 }
 
 /** Python-ish repr used inside containers (value_to_string_repr). */
 export function repr(v: JValue): string {
-  if (v.kind === "string") return v.v.includes("'") ? toJson(v) : `'${v.v}'`;
-  if (v.kind === "undefined") return typeName(v);
-  if (v.kind === "func") return `Function<${v.name}>(${v.self ? repr(v.self) : ""})`;
-  if (v.kind === "kwarg") return "KwArg";
-  return asString(v);
+  const b = new MarkedBuilder();
+  reprInto(b, v, 0);
+  return b.text;
+}
+
+function reprInto(b: MarkedBuilder, v: JValue, depth: number): void {
+  if (v.kind === "string") {
+    if (v.v.includes("'")) jsonStringInto(b, v.v, v.m);
+    else {
+      b.append("'");
+      b.append(v.v, v.m);
+      b.append("'");
+    }
+  } else if (v.kind === "undefined") b.append(typeName(v));
+  else if (v.kind === "func") {
+    b.append(`Function<${v.name}>(`);
+    if (v.self) reprInto(b, v.self, depth + 1);
+    b.append(")");
+  } else if (v.kind === "kwarg") b.append("KwArg");
+  else stringInto(b, v, depth);
 }
 
 /** What `{{ v }}` prints (gather_string_parts): arrays flatten, objects/None/undefined print nothing. */
 export function printValue(v: JValue): string {
+  if (v.kind === "string") return v.v;
+  const b = new MarkedBuilder();
+  printInto(b, v);
+  return b.text;
+}
+
+/** Appends what `{{ v }}` prints, with its input marks. */
+export function printInto(b: MarkedBuilder, v: JValue, depth = 0): void {
   switch (v.kind) {
     case "string":
-      return v.v;
+      b.append(v.v, v.m);
+      return;
     case "int":
     case "float":
     case "bool":
-      return asString(v);
+      b.append(asString(v));
+      return;
     case "array":
-      return v.items.map(printValue).join("");
+      checkDepth(depth);
+      spend(v.items.length);
+      for (const x of v.items) printInto(b, x, depth + 1);
+      return;
     default:
-      return "";
+      return;
   }
 }
 
 // ---- JSON --------------------------------------------------------------------------------------
 
-function jsonString(s: string): string {
-  let out = '"';
+function jsonEscape(s: string): string {
+  let out = "";
   for (const ch of s) {
     switch (ch) {
       case '"':
@@ -311,60 +405,122 @@ function jsonString(s: string): string {
       }
     }
   }
-  return out + '"';
+  return out;
+}
+
+/** A JSON string literal; the escaped text of marked characters stays marked, the quotes do not. */
+function jsonStringInto(b: MarkedBuilder, s: string, m: Marks | undefined): void {
+  spendString(s.length);
+  b.append('"');
+  if (m === undefined) b.append(jsonEscape(s));
+  else for (const r of runs(s, m)) b.appendRun(jsonEscape(r.text), r.marked);
+  b.append('"');
 }
 
 /**
  * `value_to_json`: indent < 0 means one line; indent >= 0 puts every item on its own line
  * (indent 0 included, as the reference does), with `itemSep`/`keySep` between items and keys.
  */
-export function toJson(v: JValue, indent = -1, itemSep = indent < 0 ? ", " : ",", keySep = ": ", level = 0): string {
+export function toJson(v: JValue, indent = -1, itemSep = indent < 0 ? ", " : ",", keySep = ": "): string {
+  return toJsonMarked(v, indent, itemSep, keySep).v;
+}
+
+/** {@link toJson} with the input marks of the strings it contains. */
+export function toJsonMarked(v: JValue, indent = -1, itemSep = indent < 0 ? ", " : ",", keySep = ": "): { v: string; m?: Marks } {
+  const b = new MarkedBuilder();
+  jsonInto(b, v, indent, itemSep, keySep, 0);
+  spendString(b.length);
+  return b.result();
+}
+
+function jsonInto(b: MarkedBuilder, v: JValue, indent: number, itemSep: string, keySep: string, level: number): void {
+  checkDepth(level);
+  // a JSON node costs several times a plain node (formatting, separators, escapes)
+  spend(8);
   const nl = indent >= 0 ? "\n" : "";
-  const pad = (l: number): string => (indent > 0 ? " ".repeat(l * indent) : "");
+  const pad = (l: number): string => {
+    if (indent <= 0) return "";
+    spendString(l * indent);
+    return " ".repeat(l * indent);
+  };
   switch (v.kind) {
     case "none":
     case "undefined":
-      return "null";
-    case "bool":
-      return v.v ? "true" : "false";
-    case "int":
-      return String(v.v);
-    case "float":
-      return floatToJson(v.v);
-    case "string":
-      return jsonString(v.v);
-    case "array": {
-      if (v.items.length === 0) return "[]";
-      const parts = v.items.map((x) => pad(level + 1) + toJson(x, indent, itemSep, keySep, level + 1));
-      return "[" + nl + parts.join(itemSep + nl) + nl + pad(level) + "]";
-    }
-    case "object": {
-      if (v.entries.size === 0) return "{}";
-      const parts = [...v.entries.values()].map(
-        ([k, x]) => pad(level + 1) + jsonString(asString(k)) + keySep + toJson(x, indent, itemSep, keySep, level + 1),
-      );
-      return "{" + nl + parts.join(itemSep + nl) + nl + pad(level) + "}";
-    }
     case "func":
     case "kwarg":
-      return "null";
+      b.append("null");
+      return;
+    case "bool":
+      b.append(v.v ? "true" : "false");
+      return;
+    case "int":
+      b.append(String(v.v));
+      return;
+    case "float":
+      b.append(floatToJson(v.v));
+      return;
+    case "string":
+      jsonStringInto(b, v.v, v.m);
+      return;
+    case "array": {
+      if (v.items.length === 0) {
+        b.append("[]");
+        return;
+      }
+      b.append("[" + nl);
+      v.items.forEach((x, i) => {
+        if (i > 0) b.append(itemSep + nl);
+        b.append(pad(level + 1));
+        jsonInto(b, x, indent, itemSep, keySep, level + 1);
+      });
+      b.append(nl + pad(level) + "]");
+      break;
+    }
+    case "object": {
+      if (v.entries.size === 0) {
+        b.append("{}");
+        return;
+      }
+      b.append("{" + nl);
+      let i = 0;
+      for (const [k, x] of v.entries.values()) {
+        if (i++ > 0) b.append(itemSep + nl);
+        b.append(pad(level + 1));
+        const key = asMarked(k);
+        jsonStringInto(b, key.v, key.m);
+        b.append(keySep);
+        jsonInto(b, x, indent, itemSep, keySep, level + 1);
+      }
+      b.append(nl + pad(level) + "}");
+      break;
+    }
   }
+  checkLength(b.length);
 }
 
 /** Escapes non-ASCII characters inside JSON strings as \uXXXX (surrogate pairs above U+FFFF). */
-export function jsonEnsureAscii(json: string): string {
-  let out = "";
-  for (let i = 0; i < json.length; i++) {
-    const c = json.charCodeAt(i);
-    out += c < 0x80 ? json[i] : "\\u" + c.toString(16).padStart(4, "0");
-  }
-  return out;
+export function jsonEnsureAscii(json: string, m?: Marks): { v: string; m?: Marks } {
+  const escape = (s: string): string => {
+    let out = "";
+    for (let i = 0; i < s.length; i++) {
+      const c = s.charCodeAt(i);
+      out += c < 0x80 ? s[i] : "\\u" + c.toString(16).padStart(4, "0");
+    }
+    return out;
+  };
+  spendString(json.length * 6);
+  if (m === undefined) return { v: escape(json) };
+  const b = new MarkedBuilder();
+  for (const r of runs(json, m)) b.appendRun(escape(r.text), r.marked);
+  return b.result();
 }
 
 // ---- equality and ordering ---------------------------------------------------------------------
 
 /** `==` (value_t::equivalent). */
-export function equals(a: JValue, b: JValue): boolean {
+export function equals(a: JValue, b: JValue, depth = 0): boolean {
+  checkDepth(depth);
+  spend(1);
   const num = (x: JValue): number | undefined =>
     x.kind === "int" || x.kind === "float" ? x.v : x.kind === "bool" ? (x.v ? 1 : 0) : undefined;
   switch (a.kind) {
@@ -376,7 +532,9 @@ export function equals(a: JValue, b: JValue): boolean {
       return y !== undefined && x === y;
     }
     case "string":
-      return b.kind === "string" && a.v === b.v;
+      if (b.kind !== "string") return false;
+      spendRead(Math.min(a.v.length, b.v.length));
+      return a.v === b.v;
     case "none":
       return b.kind === "none";
     case "undefined":
@@ -388,13 +546,13 @@ export function equals(a: JValue, b: JValue): boolean {
         isHashable(a) &&
         isHashable(b) &&
         a.items.length === b.items.length &&
-        a.items.every((x, i) => equals(x, b.items[i]!))
+        a.items.every((x, i) => equals(x, b.items[i]!, depth + 1))
       );
     case "object": {
       if (b.kind !== "object" || !isHashable(a) || !isHashable(b) || a.entries.size !== b.entries.size) return false;
       const ea = [...a.entries.values()];
       const eb = [...b.entries.values()];
-      return ea.every(([k, x], i) => equals(k, eb[i]![0]) && equals(x, eb[i]![1]));
+      return ea.every(([k, x], i) => equals(k, eb[i]![0], depth + 1) && equals(x, eb[i]![1], depth + 1));
     }
     case "func":
       return b.kind === "func" && a.fn === b.fn;
@@ -407,12 +565,14 @@ function isImmutable(v: JValue): boolean {
   return !((v.kind === "array" && !v.tuple) || v.kind === "object");
 }
 
-function isHashable(v: JValue): boolean {
+function isHashable(v: JValue, depth = 0): boolean {
+  checkDepth(depth);
+  spend(1);
   switch (v.kind) {
     case "array":
-      return v.items.every((x) => isImmutable(x) && isHashable(x));
+      return v.items.every((x) => isImmutable(x) && isHashable(x, depth + 1));
     case "object":
-      return [...v.entries.values()].every(([, x]) => isImmutable(x) && isHashable(x));
+      return [...v.entries.values()].every(([, x]) => isImmutable(x) && isHashable(x, depth + 1));
     case "undefined":
     case "func":
       return false;
@@ -457,6 +617,7 @@ export function compare(a: JValue, b: JValue, op: CompareOp): boolean {
 
 /** std::string comparison is bytewise (UTF-8); JS compares UTF-16 units, which differs past the BMP. */
 function byteCompare(x: string, y: string, op: CompareOp): boolean {
+  spendRead(x.length + y.length);
   const c = Buffer.compare(Buffer.from(x, "utf8"), Buffer.from(y, "utf8"));
   switch (op) {
     case "eq":
@@ -474,15 +635,17 @@ function byteCompare(x: string, y: string, op: CompareOp): boolean {
 
 // ---- usage stats -------------------------------------------------------------------------------
 
-export function markUsed(v: JValue, deep = false, op?: string): void {
+export function markUsed(v: JValue, deep = false, op?: string, depth = 0): void {
   const s = (v.stats ??= { used: false, ops: new Set() });
   s.used = true;
   if (op !== undefined) s.ops.add(op);
   if (!deep) return;
-  if (v.kind === "array") for (const x of v.items) markUsed(x, true);
+  checkDepth(depth);
+  spend(1);
+  if (v.kind === "array") for (const x of v.items) markUsed(x, true, undefined, depth + 1);
   else if (v.kind === "object")
     for (const [k, x] of v.entries.values()) {
-      markUsed(k, true);
-      markUsed(x, true);
+      markUsed(k, true, undefined, depth + 1);
+      markUsed(x, true, undefined, depth + 1);
     }
 }

@@ -1,0 +1,70 @@
+/**
+ * AI SDK call options as an OpenAI chat request for `createChatCompletion`, with a warning for
+ * every setting that is not applied. `providerOptions.llamapeg` passes llamapeg's request fields
+ * through (e.g. `{ grammar: false }`, `{ chat_template_kwargs: {...} }`), checked like any request.
+ */
+import type { LanguageModelV4CallOptions, SharedV4Warning } from "@ai-sdk/provider";
+
+import type { ChatCompletionRequest, ToolChoice } from "../openai/index.js";
+import { toOpenAIMessages } from "./prompt.js";
+
+export interface MappedCall {
+  request: ChatCompletionRequest;
+  warnings: SharedV4Warning[];
+}
+
+function toolChoice(choice: LanguageModelV4CallOptions["toolChoice"]): ToolChoice | undefined {
+  if (choice === undefined) return undefined;
+  switch (choice.type) {
+    case "auto":
+    case "none":
+    case "required":
+      return choice.type;
+    case "tool":
+      return { type: "function", function: { name: choice.toolName } };
+  }
+}
+
+export function mapCallOptions(o: LanguageModelV4CallOptions, modelId: string): MappedCall {
+  const warnings: SharedV4Warning[] = [];
+  const tools = (o.tools ?? []).flatMap((t) => {
+    if (t.type === "function") return [{ type: "function" as const, function: { name: t.name, ...(t.description !== undefined ? { description: t.description } : {}), parameters: t.inputSchema as Record<string, unknown> } }];
+    warnings.push({ type: "unsupported", feature: `provider tool ${t.id}`, details: "only function tools run in-process" });
+    return [];
+  });
+  const choice = toolChoice(o.toolChoice);
+  // Not in this build's sampler yet (an OpenAI request with them is a 400; here a warning, as the AI SDK expects).
+  if (o.presencePenalty !== undefined && o.presencePenalty !== 0) warnings.push({ type: "unsupported", feature: "presencePenalty" });
+  if (o.frequencyPenalty !== undefined && o.frequencyPenalty !== 0) warnings.push({ type: "unsupported", feature: "frequencyPenalty" });
+  // headers: the AI SDK always sends some (user agent); in-process they have no meaning, so no warning.
+
+  let responseFormat: ChatCompletionRequest["response_format"];
+  if (o.responseFormat?.type === "json") {
+    responseFormat =
+      o.responseFormat.schema !== undefined
+        ? { type: "json_schema", json_schema: { name: o.responseFormat.name ?? "response", schema: o.responseFormat.schema as Record<string, unknown> } }
+        : { type: "json_object" };
+  }
+  // The AI SDK's reasoning levels map onto the templates' on/off switch (enable_thinking).
+  const thinking = o.reasoning === undefined || o.reasoning === "provider-default" ? undefined : o.reasoning !== "none";
+  const extra = (o.providerOptions?.llamapeg ?? {}) as Record<string, unknown>;
+  const kwargs = { ...(thinking !== undefined ? { enable_thinking: thinking } : {}), ...((extra.chat_template_kwargs as Record<string, unknown> | undefined) ?? {}) };
+
+  const request: ChatCompletionRequest = {
+    ...(extra as Partial<ChatCompletionRequest>),
+    model: modelId,
+    messages: toOpenAIMessages(o.prompt),
+    ...(tools.length > 0 ? { tools } : {}),
+    ...(tools.length > 0 && choice !== undefined ? { tool_choice: choice } : {}),
+    ...(responseFormat !== undefined ? { response_format: responseFormat } : {}),
+    ...(o.maxOutputTokens !== undefined ? { max_tokens: o.maxOutputTokens } : {}),
+    ...(o.temperature !== undefined ? { temperature: o.temperature } : {}),
+    ...(o.topP !== undefined ? { top_p: o.topP } : {}),
+    ...(o.topK !== undefined ? { top_k: o.topK } : {}),
+    ...(o.seed !== undefined ? { seed: o.seed } : {}),
+    ...(o.stopSequences !== undefined && o.stopSequences.length > 0 ? { stop: o.stopSequences } : {}),
+    ...(Object.keys(kwargs).length > 0 ? { chat_template_kwargs: kwargs } : {}),
+    ...(o.abortSignal !== undefined ? { signal: o.abortSignal } : {}),
+  };
+  return { request, warnings };
+}

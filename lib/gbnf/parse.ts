@@ -1,0 +1,386 @@
+/**
+ * GBNF parsed the way llama.cpp's `llama_grammar_parser` parses it (src/llama-grammar.cpp):
+ * the same syntax, the same rules synthesized for groups and repetitions (`S{m,n}` becomes m
+ * copies of S and n-m rules `S'(k) ::= S S'(k-1) |`), the same repetition limits. What it keeps of
+ * each rule is what the checks need: per alternative, its symbols (a rule reference or a
+ * terminal) and how many grammar elements llama.cpp allocates for it. Every error has the offset
+ * it was found at.
+ */
+
+/** llama.cpp's MAX_REPETITION_THRESHOLD. */
+export const MAX_REPETITION = 2000;
+
+/** A symbol of an alternative: a rule id, or TERMINAL (a character, class, `.` or token). */
+export const TERMINAL = -1;
+
+export interface ParsedRule {
+  name: string;
+  /** Where the rule (or the group / repetition it was made for) starts in the source. */
+  offset: number;
+  /** Defined by the source (not only referenced). */
+  defined: boolean;
+  /**
+   * The symbols of each alternative, cut after the first terminal (nothing after one matters to
+   * the left-recursion walk), and with repeated copies of a symbol kept once (they add no edge).
+   */
+  alternatives: number[][];
+  /** Grammar elements llama.cpp allocates for it. */
+  elements: number;
+}
+
+export interface ParsedGrammar {
+  rules: ParsedRule[];
+  ids: Map<string, number>;
+  /** First reference of each rule id (for "undefined rule" errors). */
+  firstUse: Map<number, number>;
+}
+
+export class GbnfSyntaxError extends Error {
+  constructor(
+    message: string,
+    readonly offset: number,
+    readonly rule?: string,
+  ) {
+    super(message);
+  }
+}
+
+const isDigit = (c: string | undefined): boolean => c !== undefined && c >= "0" && c <= "9";
+const isWord = (c: string | undefined): boolean => c !== undefined && ((c >= "a" && c <= "z") || (c >= "A" && c <= "Z") || c === "-" || isDigit(c));
+const HEX = /^[0-9a-fA-F]$/;
+
+/** Options of the parse. */
+export interface ParseGbnfOptions {
+  /** Deepest `( ... )` nesting accepted (llama.cpp recurses once per level). */
+  maxNesting: number;
+  /** Most grammar elements llama.cpp may allocate for the whole grammar. */
+  maxElements: number;
+}
+
+export function parseGbnf(src: string, options: ParseGbnfOptions): ParsedGrammar {
+  return new Parser(src, options).parse();
+}
+
+/** One alternative being built: its symbols and elements, in llama.cpp's layout. */
+interface Seq {
+  symbols: number[];
+  elements: number;
+}
+
+class Parser {
+  private pos = 0;
+  private readonly rules: ParsedRule[] = [];
+  private readonly ids = new Map<string, number>();
+  private readonly firstUse = new Map<number, number>();
+  private nesting = 0;
+  private current = "";
+  /** Elements allocated so far, all rules together. */
+  private elements = 0;
+
+  constructor(
+    private readonly src: string,
+    private readonly options: ParseGbnfOptions,
+  ) {}
+
+  private grow(n: number, at: number): void {
+    this.elements += n;
+    if (this.elements > this.options.maxElements) this.fail(`the grammar expands to more than ${this.options.maxElements} elements`, at);
+  }
+
+  private fail(message: string, at = this.pos): never {
+    throw new GbnfSyntaxError(message, at, this.current || undefined);
+  }
+
+  private symbol(name: string, at: number): number {
+    let id = this.ids.get(name);
+    if (id === undefined) {
+      id = this.rules.length;
+      this.ids.set(name, id);
+      this.rules.push({ name, offset: at, defined: false, alternatives: [], elements: 0 });
+    }
+    return id;
+  }
+
+  /** llama.cpp's generate_symbol_id: a fresh rule named after the one being parsed. */
+  private synthesize(base: string, at: number): number {
+    const id = this.rules.length;
+    const name = `${base}_${id}`;
+    this.ids.set(name, id);
+    this.rules.push({ name, offset: at, defined: true, alternatives: [], elements: 0 });
+    return id;
+  }
+
+  private space(newlineOk: boolean): void {
+    const s = this.src;
+    for (;;) {
+      const c = s[this.pos];
+      if (c === " " || c === "\t" || (newlineOk && (c === "\r" || c === "\n"))) this.pos++;
+      else if (c === "#") while (this.pos < s.length && s[this.pos] !== "\r" && s[this.pos] !== "\n") this.pos++;
+      else return;
+    }
+  }
+
+  private name(): string {
+    const start = this.pos;
+    while (isWord(this.src[this.pos])) this.pos++;
+    if (this.pos === start) this.fail("expecting a name");
+    return this.src.slice(start, this.pos);
+  }
+
+  private int(): number {
+    const start = this.pos;
+    while (isDigit(this.src[this.pos])) this.pos++;
+    if (this.pos === start) this.fail("expecting an integer");
+    // big enough to be "more than the limit" without losing that fact
+    const digits = this.src.slice(start, this.pos).replace(/^0+(?=\d)/, "");
+    return digits.length > 15 ? Number.MAX_SAFE_INTEGER : Number(digits);
+  }
+
+  /** One character of a literal or class (an escape or a code point). */
+  private char(): void {
+    const s = this.src;
+    if (this.pos >= s.length) this.fail("unexpected end of input");
+    if (s[this.pos] === "\\") {
+      const e = s[this.pos + 1];
+      const hex = e === "x" ? 2 : e === "u" ? 4 : e === "U" ? 8 : 0;
+      if (hex > 0) {
+        for (let i = 0; i < hex; i++) if (!HEX.test(s[this.pos + 2 + i] ?? "")) this.fail(`expecting ${hex} hex chars`);
+        this.pos += 2 + hex;
+        return;
+      }
+      if (e !== undefined && "trn\\\"[]-".includes(e)) {
+        this.pos += 2;
+        return;
+      }
+      this.fail("unknown escape");
+    }
+    this.pos += (s.codePointAt(this.pos) ?? 0) > 0xffff ? 2 : 1;
+  }
+
+  parse(): ParsedGrammar {
+    this.space(true);
+    while (this.pos < this.src.length) this.rule();
+    return { rules: this.rules, ids: this.ids, firstUse: this.firstUse };
+  }
+
+  private rule(): void {
+    const at = this.pos;
+    const name = this.name();
+    this.current = name;
+    this.space(false);
+    if (!this.src.startsWith("::=", this.pos)) this.fail("expecting ::=");
+    this.pos += 3;
+    this.space(true);
+    const id = this.symbol(name, at);
+    this.alternates(name, id, false, at);
+    const c = this.src[this.pos];
+    if (c === "\r") this.pos += this.src[this.pos + 1] === "\n" ? 2 : 1;
+    else if (c === "\n") this.pos++;
+    else if (this.pos < this.src.length) this.fail("expecting newline or end");
+    this.space(true);
+    this.current = "";
+  }
+
+  private alternates(ruleName: string, id: number, nested: boolean, at: number): void {
+    const alts: number[][] = [];
+    let elements = 1; // END
+    for (;;) {
+      const seq = this.sequence(ruleName, nested);
+      const t = seq.symbols.indexOf(TERMINAL);
+      alts.push(t < 0 ? seq.symbols : seq.symbols.slice(0, t + 1));
+      elements += seq.elements;
+      if (this.src[this.pos] !== "|") break;
+      elements++; // ALT
+      this.pos++;
+      this.space(true);
+    }
+    const r = this.rules[id]!;
+    // a rule defined twice keeps its last definition, as add_rule does
+    r.alternatives = alts;
+    this.grow(elements - r.elements, at);
+    r.elements = elements;
+    r.defined = true;
+    if (!nested) r.offset = at;
+  }
+
+  private sequence(ruleName: string, nested: boolean): Seq {
+    const s = this.src;
+    const seq: Seq = { symbols: [], elements: 0 };
+    // the last symbol (what a repetition applies to): its span in seq.symbols and its element count
+    let lastSymStart = -1;
+    let lastElements = 0;
+    let prevRules = 1;
+    const begin = (): void => {
+      lastSymStart = seq.symbols.length;
+      prevRules = 1;
+    };
+    while (this.pos < s.length) {
+      const c = s[this.pos];
+      const at = this.pos;
+      if (c === '"') {
+        this.pos++;
+        begin();
+        let n = 0;
+        while (s[this.pos] !== '"') {
+          this.char();
+          n++;
+        }
+        this.pos++;
+        if (n > 0) seq.symbols.push(TERMINAL);
+        lastElements = n;
+        seq.elements += n;
+        this.grow(n, at);
+        this.space(nested);
+      } else if (c === "[") {
+        this.pos++;
+        if (s[this.pos] === "^") this.pos++;
+        begin();
+        let n = 0;
+        while (s[this.pos] !== "]") {
+          this.char();
+          n++;
+          if (s[this.pos] === "-" && s[this.pos + 1] !== "]") {
+            if (this.pos + 1 >= s.length) this.fail("unexpected end of input");
+            this.pos++;
+            this.char();
+            n++;
+          }
+        }
+        this.pos++;
+        seq.symbols.push(TERMINAL);
+        lastElements = n;
+        seq.elements += n;
+        this.grow(n, at);
+        this.space(nested);
+      } else if (c === "<" || c === "!") {
+        if (c === "!") this.pos++;
+        if (s[this.pos] !== "<") this.fail("expecting '<'");
+        this.pos++;
+        if (s[this.pos] === "[") {
+          this.pos++;
+          this.int();
+          if (s[this.pos] !== "]") this.fail("expecting ']'");
+          this.pos++;
+          if (s[this.pos] !== ">") this.fail("expecting '>'");
+          this.pos++;
+        } else {
+          const end = s.indexOf(">", this.pos);
+          if (end < 0) this.fail("expecting '>'");
+          this.pos = end + 1;
+        }
+        begin();
+        seq.symbols.push(TERMINAL);
+        lastElements = 1;
+        seq.elements += 1;
+        this.space(nested);
+      } else if (isWord(c)) {
+        const name = this.name();
+        const id = this.symbol(name, at);
+        if (!this.firstUse.has(id)) this.firstUse.set(id, at);
+        this.space(nested);
+        begin();
+        seq.symbols.push(id);
+        lastElements = 1;
+        seq.elements += 1;
+        this.grow(1, at);
+      } else if (c === "(") {
+        if (++this.nesting > this.options.maxNesting) this.fail(`groups nest deeper than ${this.options.maxNesting} levels`);
+        this.pos++;
+        this.space(true);
+        const before = this.rules.length;
+        const sub = this.synthesize(ruleName, at);
+        this.alternates(ruleName, sub, true, at);
+        this.nesting--;
+        prevRules = Math.max(1, this.rules.length - before);
+        lastSymStart = seq.symbols.length;
+        seq.symbols.push(sub);
+        lastElements = 1;
+        seq.elements += 1;
+        if (s[this.pos] !== ")") this.fail("expecting ')'");
+        this.pos++;
+        this.space(nested);
+      } else if (c === ".") {
+        begin();
+        seq.symbols.push(TERMINAL);
+        lastElements = 1;
+        seq.elements += 1;
+        this.pos++;
+        this.space(nested);
+      } else if (c === "*" || c === "+" || c === "?") {
+        this.pos++;
+        this.space(nested);
+        [prevRules, lastElements] = this.repeat(seq, ruleName, lastSymStart, lastElements, prevRules, c === "+" ? 1 : 0, c === "?" ? 1 : Infinity, at);
+      } else if (c === "{") {
+        this.pos++;
+        this.space(nested);
+        if (!isDigit(s[this.pos])) this.fail("expecting an int");
+        const min = this.int();
+        this.space(nested);
+        let max = min;
+        if (s[this.pos] === "}") {
+          this.pos++;
+          this.space(nested);
+        } else if (s[this.pos] === ",") {
+          this.pos++;
+          this.space(nested);
+          max = isDigit(s[this.pos]) ? this.int() : Infinity;
+          this.space(nested);
+          if (s[this.pos] !== "}") this.fail("expecting '}'");
+          this.pos++;
+          this.space(nested);
+        } else {
+          this.fail("expecting ','");
+        }
+        if (min > MAX_REPETITION) this.fail(`repetition count ${min} exceeds llama.cpp's limit of ${MAX_REPETITION}`, at);
+        // llama.cpp treats a maximum above its limit as no maximum
+        if (max > MAX_REPETITION) max = Infinity;
+        if (min > max) this.fail(`repetition {${min},${max}}: the minimum is greater than the maximum`, at);
+        [prevRules, lastElements] = this.repeat(seq, ruleName, lastSymStart, lastElements, prevRules, min, max, at);
+      } else {
+        break;
+      }
+    }
+    return seq;
+  }
+
+  /**
+   * handle_repetitions: rewrites the last symbol of `seq` into copies and synthesized rules.
+   * Returns the new rule count factor and the elements the last symbol's span now takes (a
+   * further repetition applies to that whole span, as in llama.cpp).
+   */
+  private repeat(seq: Seq, ruleName: string, lastSymStart: number, lastElements: number, prevRules: number, min: number, max: number, at: number): [number, number] {
+    if (lastSymStart < 0 || lastSymStart >= seq.symbols.length) this.fail("expecting preceding item to */+/?/{", at);
+    const total = max !== Infinity && max > 0 ? max : min > 0 ? min : 1;
+    if (prevRules * total >= MAX_REPETITION) {
+      this.fail(`a repetition of ${total} over ${prevRules} generated rules exceeds llama.cpp's limit of ${MAX_REPETITION}`, at);
+    }
+    let prev = seq.symbols.slice(lastSymStart);
+    const t = prev.indexOf(TERMINAL);
+    if (t >= 0) prev = prev.slice(0, t + 1);
+    if (min === 0) {
+      seq.symbols.length = lastSymStart;
+      seq.elements -= lastElements;
+      this.grow(-lastElements, at);
+    } else {
+      // the copies are counted, not stored: they reference the same rules
+      seq.elements += (min - 1) * lastElements;
+      this.grow((min - 1) * lastElements, at);
+    }
+    const optional = max === Infinity ? 1 : max - min;
+    let last = -1;
+    for (let i = 0; i < optional; i++) {
+      const id = this.synthesize(ruleName, at);
+      const r = this.rules[id]!;
+      const ref = max === Infinity ? id : i > 0 ? last : -2;
+      r.alternatives = [ref === -2 || t >= 0 ? [...prev] : [...prev, ref], []];
+      r.elements = lastElements + (ref === -2 ? 0 : 1) + 2;
+      this.grow(r.elements, at);
+      last = id;
+    }
+    if (optional > 0) {
+      seq.symbols.push(last);
+      seq.elements += 1;
+    }
+    return [prevRules * total, min * lastElements + (optional > 0 ? 1 : 0)];
+  }
+}

@@ -1,0 +1,71 @@
+/**
+ * POST /v1/chat/completions. The request is checked before it waits for a slot (a bad request is a
+ * 400 even when every slot is busy); on its slot it runs through `createChatCompletion`, and a
+ * stream is sent as exactly the chunks that yields, then `data: [DONE]`. The client going away
+ * aborts the generation (or takes the request out of the queue) and the slot is free again.
+ */
+import type { IncomingMessage, ServerResponse } from "node:http";
+
+import { createChatCompletion, normalizeChatRequest, type ChatCompletionRequest } from "../openai/index.js";
+import { parseJsonBody, readBody } from "./body.js";
+import { httpErrorOf } from "./http-error.js";
+import { sendJson } from "./respond.js";
+import type { SlotPool } from "./slots.js";
+import { SseWriter } from "./sse-writer.js";
+import type { CompletionTarget } from "./target.js";
+
+export interface ChatRouteContext {
+  pool: SlotPool<CompletionTarget>;
+  bodyLimit: number;
+  modelId: string;
+  /** Aborted when the server closes. */
+  shutdown: AbortSignal;
+}
+
+export async function chatCompletions(req: IncomingMessage, res: ServerResponse, ctx: ChatRouteContext): Promise<number> {
+  const body = parseJsonBody(await readBody(req, ctx.bodyLimit));
+  // `signal` is the in-process API's; over HTTP the connection is the signal.
+  if ("signal" in body) delete body.signal;
+  const request = { ...body, model: ctx.modelId } as unknown as ChatCompletionRequest;
+  normalizeChatRequest(request);
+
+  const abort = new AbortController();
+  const onClose = () => {
+    if (!res.writableFinished) abort.abort(new Error("the client closed the connection"));
+  };
+  res.on("close", onClose);
+  const onShutdown = () => abort.abort(new Error("the server is shutting down"));
+  ctx.shutdown.addEventListener("abort", onShutdown, { once: true });
+  try {
+    const lease = await ctx.pool.acquire(abort.signal);
+    try {
+      if (request.stream !== true) {
+        const completion = await createChatCompletion(lease.slot, { ...request, stream: false, signal: abort.signal });
+        sendJson(res, 200, completion);
+        return 200;
+      }
+      const chunks = createChatCompletion(lease.slot, { ...request, stream: true, signal: abort.signal });
+      const sse = new SseWriter(res);
+      sse.start();
+      try {
+        for await (const chunk of chunks) {
+          // Leaving the loop closes the stream, which stops the generation before the slot is freed.
+          if (!(await sse.event(chunk))) break;
+        }
+        await sse.done();
+      } catch (e) {
+        // Headers are out: the error goes as an SSE event in OpenAI's error shape, without [DONE].
+        if (!sse.closed) {
+          await sse.event(httpErrorOf(e).body);
+          res.end();
+        }
+      }
+      return 200;
+    } finally {
+      lease.release();
+    }
+  } finally {
+    res.off("close", onClose);
+    ctx.shutdown.removeEventListener("abort", onShutdown);
+  }
+}

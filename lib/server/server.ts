@@ -1,0 +1,112 @@
+/**
+ * `startServer(targets, options)`: an OpenAI-compatible HTTP server on node:http over completion
+ * targets (one slot each): POST /v1/chat/completions (stream and not), GET /v1/models,
+ * GET /v1/models/{id}, GET /health. The paths without /v1 are accepted too, as llama-server does.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+
+import { LlamapegError } from "../errors.js";
+import { completionTarget } from "../openai/index.js";
+import { bearerCheck } from "./auth.js";
+import { chatCompletions } from "./chat-route.js";
+import { HttpError } from "./http-error.js";
+import { getModel, listModels, modelEntry } from "./models-route.js";
+import { resolveServerOptions, type ServerOptions } from "./options.js";
+import { sendError, sendJson } from "./respond.js";
+import { SlotPool } from "./slots.js";
+import type { CompletionTarget } from "./target.js";
+
+export interface LlamapegServer {
+  /** http://host:port */
+  readonly url: string;
+  readonly port: number;
+  readonly server: Server;
+  /** Stops listening, aborts running generations, fails queued requests; the targets stay the caller's. */
+  close(): Promise<void>;
+}
+
+type Handler = (req: IncomingMessage, res: ServerResponse, match: RegExpExecArray) => Promise<number> | number;
+
+interface Route {
+  method: "GET" | "POST";
+  path: RegExp;
+  /** Without authentication (health checks from a load balancer). */
+  public?: boolean;
+  handler: Handler;
+}
+
+export async function startServer(targets: CompletionTarget | readonly CompletionTarget[], options?: ServerOptions): Promise<LlamapegServer> {
+  const o = resolveServerOptions(options);
+  const slots = Array.isArray(targets) ? [...(targets as readonly CompletionTarget[])] : [targets as CompletionTarget];
+  if (slots.length === 0) throw new RangeError("startServer needs at least one completion target");
+  const modelId = o.modelId ?? (await completionTarget(slots[0]!).chatInfo()).name.replace(/\.gguf$/i, "");
+  const entry = modelEntry(modelId, Math.floor(Date.now() / 1000));
+  const pool = new SlotPool(slots, o.maxQueue);
+  const shutdown = new AbortController();
+  const authorize = bearerCheck(o.apiKey);
+
+  const routes: Route[] = [
+    { method: "POST", path: /^\/(?:v1\/)?chat\/completions$/, handler: (req, res) => chatCompletions(req, res, { pool, bodyLimit: o.bodyLimit, modelId, shutdown: shutdown.signal }) },
+    { method: "GET", path: /^\/(?:v1\/)?models$/, handler: (_req, res) => listModels(res, entry) },
+    { method: "GET", path: /^\/(?:v1\/)?models\/(.+)$/, handler: (_req, res, m) => getModel(res, entry, decodeURIComponent(m[1]!)) },
+    {
+      method: "GET",
+      path: /^\/health$/,
+      public: true,
+      handler: (_req, res) => {
+        sendJson(res, 200, { status: "ok", slots: { total: pool.size, idle: pool.idle }, queued: pool.queued });
+        return 200;
+      },
+    },
+  ];
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<number> {
+    const path = new URL(req.url ?? "/", "http://localhost").pathname.replace(/\/+$/, "") || "/";
+    const matching = routes.map((r) => ({ r, m: r.path.exec(path) })).filter((x) => x.m !== null);
+    if (matching.length === 0) throw new HttpError(404, "invalid_request_error", `no route for ${req.method} ${path}`, { code: "not_found" });
+    const hit = matching.find((x) => x.r.method === req.method);
+    if (hit === undefined) {
+      const allow = [...new Set(matching.map((x) => x.r.method))].join(", ");
+      throw new HttpError(405, "invalid_request_error", `${req.method} is not allowed on ${path} (allowed: ${allow})`, { code: "method_not_allowed", headers: { allow } });
+    }
+    if (!hit.r.public) authorize(req);
+    return hit.r.handler(req, res, hit.m!);
+  }
+
+  const server = createServer((req, res) => {
+    const t0 = performance.now();
+    void handle(req, res)
+      .catch((e: unknown) => sendError(res, e))
+      .then((status) => o.log?.(`${req.method} ${req.url} ${status} ${(performance.now() - t0).toFixed(0)}ms`));
+  });
+  server.on("clientError", (_err, socket) => {
+    if (socket.writable) socket.end("HTTP/1.1 400 Bad Request\r\nconnection: close\r\n\r\n");
+    else socket.destroy();
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", (e: NodeJS.ErrnoException) =>
+      reject(new LlamapegError("ERR_INVALID_ARGUMENT", `cannot listen on ${o.host}:${o.port}: ${e.code === "EADDRINUSE" ? "the address is in use" : e.code === "EACCES" ? "permission denied" : e.message}`, { where: "port", cause: e })),
+    );
+    server.listen(o.port, o.host, () => {
+      server.removeAllListeners("error");
+      resolve();
+    });
+  });
+  const address = server.address() as AddressInfo;
+  const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
+  return {
+    url: `http://${host}:${address.port}`,
+    port: address.port,
+    server,
+    async close() {
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      pool.close(new HttpError(503, "server_error", "the server is shutting down", { code: "shutting_down" }));
+      shutdown.abort();
+      server.closeIdleConnections();
+      // Running requests see the abort and end their responses; then the rest of the sockets go.
+      setTimeout(() => server.closeAllConnections(), 1000).unref();
+      await closed;
+    },
+  };
+}

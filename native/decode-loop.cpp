@@ -1,0 +1,289 @@
+// The decode thread of a context (context.h): one llama_batch per step for every sequence.
+#include <algorithm>
+#include <chrono>
+
+#include "context.h"
+#include "generation.h"
+
+namespace lp {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double MsSince(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+
+bool Contains(const std::vector<llama_token>& sorted, llama_token t) {
+  return std::binary_search(sorted.begin(), sorted.end(), t);
+}
+
+// Something the step can do for this job now.
+bool Runnable(GenerationJob& job) {
+  if (job.abortRequested.load(std::memory_order_relaxed)) return true;
+  if (job.phase == GenerationJob::Phase::Prompt) return true;
+  return job.phase == GenerationJob::Phase::Generating && !job.WindowFull();
+}
+
+}  // namespace
+
+bool ContextCore::AbortCallback(void* data) {
+  // Called by ggml after every graph node, on this loop's own thread. A decode stops early only
+  // when nobody wants its result: the context stops, or every sequence in the batch was aborted
+  // (aborting one of several waits for the step, which keeps the others' work).
+  auto* core = static_cast<ContextCore*>(data);
+  if (core->stopRequested_.load(std::memory_order_relaxed)) return true;
+  if (core->inBatch_.empty()) return false;
+  for (GenerationJob* job : core->inBatch_) {
+    if (!job->abortRequested.load(std::memory_order_relaxed)) return false;
+  }
+  return true;
+}
+
+void ContextCore::Loop() {
+  std::vector<std::shared_ptr<GenerationJob>> active;
+  while (true) {
+    std::vector<std::shared_ptr<GenerationJob>> joined;
+    std::vector<int32_t> clears;
+    bool stop = false;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] {
+        if (stopRequested_.load() || wake_ || !queued_.empty() || !clears_.empty()) return true;
+        for (auto& job : active) {
+          if (Runnable(*job)) return true;
+        }
+        return false;
+      });
+      wake_ = false;
+      stop = stopRequested_.load();
+      joined.assign(queued_.begin(), queued_.end());
+      queued_.clear();
+      clears.swap(clears_);
+    }
+    if (stop) {
+      for (auto& job : joined) End(*job, "abort");
+      for (auto& job : active) End(*job, "abort");
+      break;
+    }
+    // Aborted generations leave first, so a cleared sequence is cleared after its last token.
+    for (auto& job : active) {
+      if (job->abortRequested.load()) End(*job, "abort");
+    }
+    llama_memory_t mem = llama_get_memory(ctx_);
+    for (int32_t seq : clears) {
+      llama_memory_seq_rm(mem, seq, -1, -1);
+      std::lock_guard<std::mutex> lock(mu_);
+      slots_[static_cast<size_t>(seq)].tokens.clear();
+    }
+    for (auto& job : joined) {
+      if (job->abortRequested.load()) {
+        End(*job, "abort");
+        continue;
+      }
+      Admit(job);
+      active.push_back(job);
+    }
+    Step(active);
+    active.erase(std::remove_if(active.begin(), active.end(),
+                                [](const std::shared_ptr<GenerationJob>& j) { return j->phase == GenerationJob::Phase::Done; }),
+                 active.end());
+  }
+  // Free the context here, on its own thread, before this thread counts as finished.
+  FreeNative();
+  model_.reset();
+  ReturnFreedMemory();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopped_ = true;
+  }
+  stoppedCv_.notify_all();
+}
+
+void ContextCore::Admit(const std::shared_ptr<GenerationJob>& job) {
+  // Reuse the longest common prefix the sequence already holds; re-decode at least the last
+  // prompt token so its logits exist.
+  std::vector<llama_token>& cached = slots_[static_cast<size_t>(job->seq)].tokens;
+  const std::vector<llama_token>& prompt = job->params.prompt;
+  size_t n = 0;
+  while (n < cached.size() && n < prompt.size() && cached[n] == prompt[n]) n++;
+  if (n == prompt.size()) n--;
+  llama_memory_t mem = llama_get_memory(ctx_);
+  if (!llama_memory_seq_rm(mem, job->seq, static_cast<llama_pos>(n), -1)) {
+    llama_memory_seq_rm(mem, job->seq, -1, -1);
+    n = 0;
+  }
+  cached.resize(n);
+  job->promptPos = n;
+  job->started = Clock::now();
+  job->stats.queueMs = std::chrono::duration<double, std::milli>(job->started - job->submitted).count();
+  job->stats.promptTokens = static_cast<uint32_t>(prompt.size());
+  job->stats.reusedTokens = static_cast<uint32_t>(n);
+  job->phase = GenerationJob::Phase::Prompt;
+}
+
+// llama-server's context shift: keep the first `keep` tokens, drop the older half of the rest,
+// move the remainder down. False when the cache cannot shift positions (or nothing can go).
+bool ContextCore::Shift(GenerationJob& job) {
+  if (!canShift_) return false;
+  std::vector<llama_token>& cached = slots_[static_cast<size_t>(job.seq)].tokens;
+  const int32_t nPast = static_cast<int32_t>(cached.size());
+  const int32_t keep = std::min<int32_t>(static_cast<int32_t>(job.params.shiftKeep), static_cast<int32_t>(sequenceSize_) - 4);
+  const int32_t left = nPast - std::max(0, keep);
+  const int32_t discard = left / 2;
+  if (keep < 0 || discard <= 0) return false;
+  llama_memory_t mem = llama_get_memory(ctx_);
+  if (!llama_memory_seq_rm(mem, job.seq, keep, keep + discard)) return false;
+  llama_memory_seq_add(mem, job.seq, keep + discard, nPast, -discard);
+  cached.erase(cached.begin() + keep, cached.begin() + keep + discard);
+  job.stats.shifts++;
+  return true;
+}
+
+void ContextCore::Step(std::vector<std::shared_ptr<GenerationJob>>& active) {
+  batch_.n_tokens = 0;
+  inBatch_.clear();
+  const int32_t capacity = static_cast<int32_t>(batchSize_);
+  auto add = [&](llama_token token, llama_pos pos, int32_t seq, bool logits) {
+    int32_t i = batch_.n_tokens++;
+    batch_.token[i] = token;
+    batch_.pos[i] = pos;
+    batch_.n_seq_id[i] = 1;
+    batch_.seq_id[i][0] = seq;
+    batch_.logits[i] = logits ? 1 : 0;
+  };
+  // First the next token of every generating sequence (each step, so none starves); when they
+  // outnumber the batch, start one further every step, and leave a quarter of it to waiting
+  // prompts so they join (llama-server's batch is always larger than its slots; ours may not be).
+  const size_t n = active.size();
+  bool promptsWaiting = false;
+  for (auto& job : active) promptsWaiting |= job->phase == GenerationJob::Phase::Prompt && !job->abortRequested.load();
+  const int32_t genCapacity = promptsWaiting && capacity > 1 ? capacity - std::max(1, capacity / 4) : capacity;
+  std::vector<GenerationJob*>& stalled = stalled_;
+  stalled.clear();
+  for (size_t k = 0; k < n; k++) {
+    GenerationJob& job = *active[(rotate_ + k) % n];
+    if (job.phase != GenerationJob::Phase::Generating || job.abortRequested.load()) continue;
+    if (batch_.n_tokens >= genCapacity || job.WindowFull()) {
+      stalled.push_back(&job);
+      continue;
+    }
+    std::vector<llama_token>& cached = slots_[static_cast<size_t>(job.seq)].tokens;
+    if (cached.size() + 1 > sequenceSize_ && !(job.params.contextShift && Shift(job))) {
+      End(job, "context_full");
+      continue;
+    }
+    job.batchIndex = batch_.n_tokens;
+    job.batchTokens = 1;
+    add(job.pending, static_cast<llama_pos>(cached.size()), job.seq, true);
+    inBatch_.push_back(&job);
+  }
+  rotate_++;
+  // Then prompt chunks of the sequences that joined, oldest first, up to the batch size.
+  for (auto& ptr : active) {
+    GenerationJob& job = *ptr;
+    if (batch_.n_tokens >= capacity) break;
+    if (job.phase != GenerationJob::Phase::Prompt || job.abortRequested.load()) continue;
+    const std::vector<llama_token>& prompt = job.params.prompt;
+    const size_t chunk = std::min<size_t>(static_cast<size_t>(capacity - batch_.n_tokens), prompt.size() - job.promptPos);
+    for (size_t i = 0; i < chunk; i++) {
+      size_t at = job.promptPos + i;
+      add(prompt[at], static_cast<llama_pos>(at), job.seq, at + 1 == prompt.size());
+    }
+    job.batchIndex = job.promptPos + chunk == prompt.size() ? batch_.n_tokens - 1 : -1;
+    job.batchTokens = static_cast<uint32_t>(chunk);
+    inBatch_.push_back(&job);
+  }
+  if (batch_.n_tokens == 0) return;
+  for (GenerationJob* job : stalled) job->stats.stalledSteps++;
+  Decode();
+}
+
+void ContextCore::Decode() {
+  const int rc = llama_decode(ctx_, batch_);
+  std::vector<GenerationJob*> jobs;
+  jobs.swap(inBatch_);  // the abort callback looks at inBatch_ only during llama_decode
+  llama_memory_t mem = llama_get_memory(ctx_);
+  if (rc != 0) {
+    // Drop whatever part of the batch reached the cache, so each mirror stays exact.
+    for (GenerationJob* job : jobs) {
+      std::vector<llama_token>& cached = slots_[static_cast<size_t>(job->seq)].tokens;
+      if (!llama_memory_seq_rm(mem, job->seq, static_cast<llama_pos>(cached.size()), -1)) {
+        llama_memory_seq_rm(mem, job->seq, -1, -1);
+        std::lock_guard<std::mutex> lock(mu_);
+        cached.clear();
+      }
+    }
+    for (GenerationJob* job : jobs) {
+      if (rc == 2 || job->abortRequested.load() || stopRequested_.load()) {
+        End(*job, "abort");
+      } else if (rc == 1) {
+        // Each sequence stays within its share, so this means llama.cpp found no room anyway.
+        End(*job, "context_full");
+      } else {
+        End(*job, "abort", {"ERR_DECODE", "llama_decode failed with status " + std::to_string(rc)});
+      }
+    }
+    return;
+  }
+  for (GenerationJob* job : jobs) {
+    std::vector<llama_token>& cached = slots_[static_cast<size_t>(job->seq)].tokens;
+    if (job->phase == GenerationJob::Phase::Generating) {
+      cached.push_back(job->pending);
+    } else {
+      const auto& prompt = job->params.prompt;
+      cached.insert(cached.end(), prompt.begin() + static_cast<std::ptrdiff_t>(job->promptPos),
+                    prompt.begin() + static_cast<std::ptrdiff_t>(job->promptPos + job->batchTokens));
+      job->promptPos += job->batchTokens;
+      if (job->promptPos == prompt.size()) {
+        job->stats.promptMs = MsSince(job->started);
+        job->generateStarted = Clock::now();
+        job->phase = GenerationJob::Phase::Generating;
+      }
+    }
+  }
+  for (GenerationJob* job : jobs) {
+    if (job->batchIndex >= 0 && job->phase == GenerationJob::Phase::Generating) SampleOne(*job);
+  }
+}
+
+void ContextCore::SampleOne(GenerationJob& job) {
+  const GenerationParams& p = job.params;
+  if (job.abortRequested.load()) return End(job, "abort");
+  if (p.maxTokens >= 0 && job.stats.generatedTokens >= p.maxTokens) return End(job, "length");
+  const llama_vocab* vocab = model_->vocab;
+  Clock::time_point s0 = Clock::now();
+  NativeError err;
+  llama_token token = job.sampler->Sample(ctx_, job.batchIndex, &err);
+  if (token == LLAMA_TOKEN_NULL) return End(job, "abort", err);
+  if (llama_vocab_is_eog(vocab, token) || Contains(p.stopTokens, token)) {
+    job.stats.sampleMs += MsSince(s0);
+    job.stats.stopToken = token;
+    return End(job, llama_vocab_is_eog(vocab, token) ? "eog" : "stop");
+  }
+  if (!job.sampler->Accept(token, &err)) return End(job, "abort", err);
+  job.stats.sampleMs += MsSince(s0);
+  job.Emit(token, TokenToPiece(vocab, token, p.special || Contains(p.preserved, token)), nullptr);
+  job.stats.generatedTokens++;
+  if (p.maxTokens >= 0 && job.stats.generatedTokens >= p.maxTokens) return End(job, "length");
+  job.pending = token;
+}
+
+void ContextCore::End(GenerationJob& job, const char* reason, NativeError error) {
+  if (job.phase == GenerationJob::Phase::Done) return;
+  if (job.phase == GenerationJob::Phase::Prompt) job.stats.promptMs = MsSince(job.started);
+  if (job.phase == GenerationJob::Phase::Generating) job.stats.generateMs = MsSince(job.generateStarted);
+  job.stats.stopReason = reason;
+  job.error = std::move(error);
+  job.sampler.reset();  // grammar state freed here, with the model still loaded
+  job.phase = GenerationJob::Phase::Done;
+  {
+    // The sequence is free for its next generation before the final batch reaches JS.
+    std::lock_guard<std::mutex> lock(mu_);
+    Slot& slot = slots_[static_cast<size_t>(job.seq)];
+    if (slot.job.get() == &job) slot.job.reset();
+    if (slot.retiring.get() == &job) slot.retiring.reset();
+  }
+  job.Finish();
+}
+
+}  // namespace lp

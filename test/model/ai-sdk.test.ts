@@ -1,0 +1,174 @@
+// The AI SDK provider with the real `ai` package on the tiny model: tool calls from the model's own
+// format as streamed tool-input deltas, multi-step with a tool result, tool choices, JSON output,
+// abort, usage and finish reasons.
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+
+import { generateText, jsonSchema, Output, stepCountIs, streamText, tool } from "ai";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+import { createLlamapeg } from "../../lib/ai-sdk/index.js";
+import { loadModel, type Context, type Model } from "../../lib/llama/index.js";
+import { packageRoot } from "../../lib/native/binding.js";
+import { validateJson } from "../../lib/openai/index.js";
+import { ensureTestModel } from "../../lib/test-model/index.js";
+
+let model: Model;
+let context: Context;
+
+beforeAll(async () => {
+  model = await loadModel(await ensureTestModel("tiny"));
+  context = model.createContext({ contextSize: 4096, threads: 2 });
+});
+afterAll(() => model?.dispose());
+
+const weatherSchema = { type: "object", properties: { city: { type: "string", maxLength: 12 }, unit: { enum: ["c", "f"] } }, required: ["city", "unit"], additionalProperties: false } as const;
+const weather = (results: unknown[] = []) =>
+  tool({
+    description: "Weather for a city",
+    inputSchema: jsonSchema<{ city: string; unit: "c" | "f" }>(weatherSchema),
+    execute: async (input) => {
+      results.push(input);
+      return { temperature: 21, unit: input.unit };
+    },
+  });
+
+describe("llamapeg/ai-sdk with the ai package", () => {
+  it("generateText with a named tool: one call whose input is valid, finish reason tool-calls, usage", async () => {
+    const llamapeg = createLlamapeg({ context });
+    const r = await generateText({
+      model: llamapeg("tiny"),
+      tools: { weather: tool({ description: "Weather for a city", inputSchema: jsonSchema(weatherSchema) }) },
+      toolChoice: { type: "tool", toolName: "weather" },
+      prompt: "Weather in Paris?",
+      maxOutputTokens: 80,
+      seed: 3,
+    });
+    expect(r.toolCalls).toHaveLength(1);
+    expect(r.toolCalls[0]!.toolName).toBe("weather");
+    expect(validateJson(r.toolCalls[0]!.input, weatherSchema as never)).toEqual([]);
+    expect(r.finishReason).toBe("tool-calls");
+    expect(r.usage.inputTokens).toBeGreaterThan(0);
+    expect(r.usage.outputTokens).toBeGreaterThan(0);
+  });
+
+  it("streamText: tool-input-start / -delta / -end with the call id, then tool-call with the deltas' input", async () => {
+    const llamapeg = createLlamapeg({ context });
+    const result = streamText({
+      model: llamapeg("tiny"),
+      tools: { weather: tool({ description: "Weather for a city", inputSchema: jsonSchema(weatherSchema) }) },
+      toolChoice: { type: "tool", toolName: "weather" },
+      prompt: "Weather in Oslo?",
+      maxOutputTokens: 80,
+      seed: 4,
+    });
+    const parts: { type: string; id?: string; toolCallId?: string; delta?: string; input?: unknown }[] = [];
+    for await (const p of result.fullStream) parts.push(p as never);
+    const types = parts.map((p) => p.type);
+    const start = parts.find((p) => p.type === "tool-input-start")!;
+    expect(start).toMatchObject({ toolName: "weather" });
+    const deltas = parts.filter((p) => p.type === "tool-input-delta");
+    expect(deltas.length).toBeGreaterThan(1);
+    expect(deltas.every((d) => d.id === start.id)).toBe(true);
+    const end = types.indexOf("tool-input-end");
+    const call = parts.find((p) => p.type === "tool-call")!;
+    expect(types.indexOf("tool-input-start")).toBeLessThan(types.indexOf("tool-input-delta"));
+    expect(end).toBeGreaterThan(types.lastIndexOf("tool-input-delta"));
+    expect(types.indexOf("tool-call")).toBeGreaterThan(end);
+    expect(call.toolCallId).toBe(start.id);
+    expect(call.input).toEqual(JSON.parse(deltas.map((d) => d.delta).join("")));
+    expect(await result.finishReason).toBe("tool-calls");
+  });
+
+  it("multi-step: the tool runs, its result goes back as a tool message, the model answers", async () => {
+    const llamapeg = createLlamapeg({ context });
+    const executed: unknown[] = [];
+    const r = await generateText({
+      model: llamapeg("tiny"),
+      tools: { weather: weather(executed) },
+      prompt: "Weather in Lima?",
+      // Room for the call to end on its own (a call cut by the limit finishes "length", which ends the loop).
+      maxOutputTokens: 200,
+      seed: 5,
+      stopWhen: stepCountIs(2),
+      include: { requestBody: true },
+      prepareStep: ({ stepNumber }) => ({ toolChoice: stepNumber === 0 ? { type: "tool", toolName: "weather" } : "none" }),
+    });
+    expect(r.steps, JSON.stringify(r.steps.map((s) => ({ finish: s.finishReason, content: s.content })))).toHaveLength(2);
+    expect(executed).toHaveLength(1);
+    expect(r.steps[0]!.toolResults[0]!.output).toEqual({ temperature: 21, unit: (executed[0] as { unit: string }).unit });
+    const sent = (r.steps[1]!.request.body as { messages: { role: string; content: string | null; tool_call_id?: string }[] }).messages;
+    const toolMessage = sent.find((m) => m.role === "tool")!;
+    expect(toolMessage.tool_call_id).toBe(r.steps[0]!.toolCalls[0]!.toolCallId);
+    expect(JSON.parse(toolMessage.content!)).toEqual(r.steps[0]!.toolResults[0]!.output);
+    expect(r.steps[1]!.toolCalls).toEqual([]);
+    expect(r.steps[1]!.finishReason).toMatch(/^(stop|length)$/);
+  });
+
+  it("tool choice none: no calls, text only", async () => {
+    const llamapeg = createLlamapeg({ context });
+    const r = await generateText({ model: llamapeg(), tools: { weather: weather() }, toolChoice: "none", prompt: "hi", maxOutputTokens: 12, seed: 6 });
+    expect(r.toolCalls).toEqual([]);
+    expect(r.text.length).toBeGreaterThan(0);
+    expect(r.finishReason).toBe("length");
+  });
+
+  it("JSON response format: the output is schema-valid JSON", async () => {
+    const llamapeg = createLlamapeg({ context });
+    const schema = { type: "object", properties: { answer: { enum: ["yes", "no"] }, score: { type: "integer", minimum: 0, maximum: 9 } }, required: ["answer", "score"], additionalProperties: false } as const;
+    const r = await generateText({ model: llamapeg(), output: Output.object({ schema: jsonSchema<{ answer: string; score: number }>(schema) }), prompt: "yes or no?", maxOutputTokens: 60, seed: 7 });
+    expect(validateJson(r.output, schema as never)).toEqual([]);
+  });
+
+  it("reasoning deltas: a template whose generation prompt opens <think> streams reasoning parts", async () => {
+    const template = readFileSync(join(packageRoot, "vendor", "llama.cpp", "models", "templates", "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja"), "utf8");
+    const llamapeg = createLlamapeg({ context });
+    const result = streamText({ model: llamapeg(), prompt: "think", maxOutputTokens: 16, seed: 8, providerOptions: { llamapeg: { chat_template: template } } });
+    const types: string[] = [];
+    for await (const p of result.fullStream) types.push(p.type);
+    expect(types).toContain("reasoning-start");
+    expect(types).toContain("reasoning-delta");
+    expect(types.indexOf("reasoning-end")).toBeGreaterThan(types.indexOf("reasoning-delta"));
+    expect((await result.reasoningText)?.length).toBeGreaterThan(0);
+  });
+
+  it("an abort signal stops the generation and frees the context", async () => {
+    const llamapeg = createLlamapeg({ context });
+    const controller = new AbortController();
+    const result = streamText({ model: llamapeg(), prompt: "a long story", maxOutputTokens: 3000, seed: 9, abortSignal: controller.signal });
+    let deltas = 0;
+    const types: string[] = [];
+    for await (const p of result.fullStream) {
+      types.push(p.type);
+      if (p.type === "text-delta" && ++deltas === 3) controller.abort();
+    }
+    expect(types).toContain("abort");
+    expect(deltas).toBeLessThan(50);
+    for (let i = 0; i < 200 && context.busy; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(context.busy).toBe(false);
+    expect(context.tokens.length).toBeLessThan(1500);
+  });
+
+  it("settings: topK reaches the sampler (topK 1 is greedy); penalties are warnings", async () => {
+    const llamapeg = createLlamapeg({ context });
+    const greedy = await generateText({ model: llamapeg(), prompt: "count", maxOutputTokens: 16, temperature: 0 });
+    const k1 = await generateText({ model: llamapeg(), prompt: "count", maxOutputTokens: 16, temperature: 1.5, topK: 1, seed: 3, presencePenalty: 0.5 });
+    expect(k1.text).toBe(greedy.text);
+    expect(k1.warnings).toEqual([{ type: "unsupported", feature: "presencePenalty" }]);
+  });
+
+  it("calls on one context run one after another", async () => {
+    const llamapeg = createLlamapeg({ context });
+    const runs = await Promise.all([1, 2, 3].map((seed) => generateText({ model: llamapeg(), prompt: `q${seed}`, maxOutputTokens: 8, seed })));
+    for (const r of runs) expect(r.usage.outputTokens).toBe(8);
+  });
+
+  it("the provider: specification v4, languageModel(id), no embedding models", () => {
+    const llamapeg = createLlamapeg({ context });
+    expect(llamapeg.specificationVersion).toBe("v4");
+    const m = llamapeg.languageModel("x");
+    expect(m).toMatchObject({ specificationVersion: "v4", provider: "llamapeg", modelId: "x" });
+    expect(() => llamapeg.embeddingModel("e")).toThrow(/language models only/);
+    expect(() => createLlamapeg({} as never)).toThrow(/context/);
+  });
+});

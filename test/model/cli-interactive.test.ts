@@ -1,0 +1,102 @@
+// The interactive chat loop driven through streams, as a user at a terminal would: the demo tools
+// answer with canned results and the model goes on to its reply; with the user's tools the result
+// is asked for (or skipped).
+import { PassThrough } from "node:stream";
+
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+
+import { interactiveChat } from "../../lib/cli/chat-interactive.js";
+import { DEMO_TOOLS } from "../../lib/cli/demo-tools.js";
+import { loadModel, type Context, type Model } from "../../lib/llama/index.js";
+import { ensureTestModel } from "../../lib/test-model/index.js";
+
+let model: Model;
+let context: Context;
+
+beforeAll(async () => {
+  model = await loadModel(await ensureTestModel("tiny"));
+  context = model.createContext({ contextSize: 4096, threads: 2 });
+});
+afterAll(() => model?.dispose());
+
+/** A scripted user: each answer is typed when the matching prompt appears on the output. */
+function user(script: { when: RegExp; type: string }[]) {
+  const input = new PassThrough();
+  const output = new PassThrough();
+  let seen = "";
+  output.on("data", (d: Buffer) => {
+    seen += d.toString();
+    const next = script[0];
+    if (next !== undefined && next.when.test(seen)) {
+      script.shift();
+      seen = "";
+      input.write(`${next.type}\n`);
+    }
+  });
+  return { input, output };
+}
+
+/** Silences the turn output; returns what went to stderr (warnings, errors) for failure messages. */
+function quiet(): { stderr: string } {
+  const log = { stderr: "" };
+  vi.spyOn(process.stdout, "write").mockImplementation(() => true);
+  vi.spyOn(process.stderr, "write").mockImplementation((chunk: string | Uint8Array) => {
+    log.stderr += String(chunk);
+    return true;
+  });
+  return log;
+}
+
+const base = { tools: DEMO_TOOLS, tool_choice: "required" as const, calls_only: true, max_tokens: 120, seed: 5, temperature: 0.8 };
+
+describe("llamapeg chat, interactive", () => {
+  it("demo tools: call -> canned tool result -> the model's reply; a second question goes on from that history", async () => {
+    const log = quiet();
+    const io = user([
+      { when: /> $/, type: "What is the weather in Paris?" },
+      { when: /> $/, type: "And in Tokyo?" },
+      { when: /> $/, type: "/exit" },
+    ]);
+    const messages = await interactiveChat(context, base, { json: false, stream: false, record: undefined, showMessage: false }, { askForResults: false, io });
+    vi.restoreAllMocks();
+    expect(messages[0], log.stderr).toEqual({ role: "user", content: "What is the weather in Paris?" });
+    const call = (messages[1] as { tool_calls?: { id: string }[] }).tool_calls?.[0];
+    expect(call, JSON.stringify(messages[1])).toBeDefined();
+    expect(messages[2]).toMatchObject({ role: "tool", tool_call_id: call!.id });
+    expect(messages[3]).toMatchObject({ role: "assistant" });
+    const second = messages.findIndex((m) => m.role === "user" && m.content === "And in Tokyo?");
+    expect(second).toBeGreaterThan(3);
+    expect(messages[second + 1]).toMatchObject({ role: "assistant" });
+  });
+
+  const named = { ...base, tool_choice: { type: "function" as const, function: { name: "get_weather" } } };
+  const turn = { json: false, stream: false, record: undefined, showMessage: false };
+
+  it("user tools: the typed result becomes the tool message and the model replies", async () => {
+    const log = quiet();
+    const io = user([
+      { when: /> $/, type: "Weather?" },
+      { when: /result of get_weather\(.*\) \(empty line: skip\) ← $/s, type: '{"temperature": 3}' },
+      { when: /(> |skip\) ← )$/, type: "" },
+      { when: /> $/, type: "/exit" },
+    ]);
+    const messages = await interactiveChat(context, named, turn, { askForResults: true, io });
+    vi.restoreAllMocks();
+    const tool = messages.find((m) => m.role === "tool");
+    expect(tool, log.stderr).toMatchObject({ content: '{"temperature": 3}' });
+    expect(messages[messages.indexOf(tool!) + 1]).toMatchObject({ role: "assistant" });
+  });
+
+  it("user tools: an empty line skips the result and the user has the prompt again", async () => {
+    const log = quiet();
+    const io = user([
+      { when: /> $/, type: "Weather?" },
+      { when: /skip\) ← $/, type: "" },
+      { when: /> $/, type: "/exit" },
+    ]);
+    const messages = await interactiveChat(context, named, turn, { askForResults: true, io });
+    vi.restoreAllMocks();
+    expect(messages.map((m) => m.role), log.stderr).toEqual(["user", "assistant"]);
+    expect((messages[1] as { tool_calls?: unknown[] }).tool_calls).toHaveLength(1);
+  });
+});

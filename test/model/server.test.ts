@@ -1,0 +1,282 @@
+// `startServer` on 127.0.0.1 with the tiny model, used the way clients use llama-server: the
+// official openai client (streamed tool calls assembled by its helpers), 8 concurrent clients, a
+// client that disconnects mid-stream, and the unhappy paths (malformed, oversized, unauthorized).
+import { request as httpRequest } from "node:http";
+
+import OpenAI from "openai";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+import { loadModel, type Context, type Model } from "../../lib/llama/index.js";
+import { createChatCompletion, type ChatCompletionChunk } from "../../lib/openai/index.js";
+import { isLoopback, startServer, type LlamapegServer } from "../../lib/server/index.js";
+import { ensureTestModel } from "../../lib/test-model/index.js";
+import { poll, raw, sseEvents } from "./server-helpers.js";
+
+const KEY = "sk-test-key";
+let model: Model;
+let contexts: Context[];
+let reference: Context;
+let server: LlamapegServer;
+let base: string;
+const auth = { authorization: `Bearer ${KEY}`, "content-type": "application/json" };
+
+beforeAll(async () => {
+  model = await loadModel(await ensureTestModel("tiny"));
+  contexts = [0, 1].map(() => model.createContext({ contextSize: 4096, threads: 1 }));
+  reference = model.createContext({ contextSize: 4096, threads: 1 });
+  server = await startServer(contexts, { port: 0, apiKey: KEY, bodyLimit: 64 * 1024, maxQueue: 16, modelId: "tiny" });
+  base = server.url;
+});
+
+afterAll(async () => {
+  await server?.close();
+  model?.dispose();
+});
+
+const tools = [
+  { type: "function" as const, function: { name: "pick", parameters: { type: "object", properties: { n: { type: "integer", minimum: 0, maximum: 9 } }, required: ["n"], additionalProperties: false } } },
+  { type: "function" as const, function: { name: "say", parameters: { type: "object", properties: { w: { enum: ["yes", "no"] } }, required: ["w"], additionalProperties: false } } },
+];
+
+const health = async () => JSON.parse((await raw(`${base}/health`)).body) as { status: string; slots: { total: number; idle: number }; queued: number };
+
+/** Chunks without what differs between two runs (ids, timestamps). */
+function comparable(chunks: ChatCompletionChunk[]): unknown[] {
+  return chunks.map((c) => {
+    const { id: _id, created: _created, ...rest } = c;
+    // Tool-call ids are random; how much of the prompt was already in the KV cache differs by context.
+    return JSON.parse(JSON.stringify(rest).replace(/"call_[A-Za-z0-9]+"/g, '"call_"').replace(/"cached_tokens":\d+/g, '"cached_tokens":0'));
+  });
+}
+
+describe("the openai client", () => {
+  const client = () => new OpenAI({ apiKey: KEY, baseURL: `${base}/v1`, maxRetries: 0 });
+
+  it("lists the model; a non-stream completion comes back whole", async () => {
+    const models = await client().models.list();
+    expect(models.data.map((m) => m.id)).toEqual(["tiny"]);
+    expect((await client().models.retrieve("tiny")).id).toBe("tiny");
+    const c = await client().chat.completions.create({ model: "tiny", messages: [{ role: "user", content: "hi" }], max_tokens: 8, seed: 1 });
+    expect(c.object).toBe("chat.completion");
+    expect(c.model).toBe("tiny");
+    expect(c.usage?.completion_tokens).toBeGreaterThan(0);
+  });
+
+  it("streamed tool calls, assembled by its stream helper, equal the in-process completion", async () => {
+    const request = { model: "tiny", messages: [{ role: "user" as const, content: "Pick a number" }], tools, tool_choice: { type: "function" as const, function: { name: "pick" } }, temperature: 0, max_tokens: 60 };
+    const whole = await createChatCompletion(reference, request);
+    const stream = client().chat.completions.stream(request);
+    const done: string[] = [];
+    stream.on("tool_calls.function.arguments.done", (e) => done.push(e.name));
+    const final = await stream.finalChatCompletion();
+    const calls = final.choices[0]!.message.tool_calls!.map((t) => (t.type === "function" ? { name: t.function.name, arguments: t.function.arguments } : null));
+    expect(calls.length).toBeGreaterThan(0);
+    expect(calls).toEqual(whole.choices[0].message.tool_calls!.map((t) => ({ name: t.function.name, arguments: t.function.arguments })));
+    expect(done).toEqual(calls.map((c) => c!.name));
+    expect(final.choices[0]!.finish_reason).toBe(whole.choices[0].finish_reason);
+  });
+
+  it("a bad request is a BadRequestError naming the field; a wrong key an AuthenticationError", async () => {
+    const bad = await client().chat.completions.create({ model: "tiny", messages: [{ role: "user", content: "hi" }], tool_choice: "sometimes" as never }).catch((e: unknown) => e);
+    expect(bad).toBeInstanceOf(OpenAI.BadRequestError);
+    expect((bad as InstanceType<typeof OpenAI.BadRequestError>).param).toBe("tool_choice");
+    const wrong = new OpenAI({ apiKey: "sk-wrong", baseURL: `${base}/v1`, maxRetries: 0 });
+    const denied = await wrong.chat.completions.create({ model: "tiny", messages: [{ role: "user", content: "hi" }] }).catch((e: unknown) => e);
+    expect(denied).toBeInstanceOf(OpenAI.AuthenticationError);
+  });
+});
+
+describe("streaming", () => {
+  it("sends exactly the chunks createChatCompletion yields, then data: [DONE]", async () => {
+    const request = { messages: [{ role: "user", content: "Say yes or no" }], tools, tool_choice: "required" as const, temperature: 0, max_tokens: 40, stream_options: { include_usage: true } };
+    const local: ChatCompletionChunk[] = [];
+    for await (const c of createChatCompletion(reference, { ...request, model: "tiny", stream: true })) local.push(c);
+    const r = await raw(`${base}/v1/chat/completions`, { method: "POST", headers: auth, body: JSON.stringify({ ...request, model: "tiny", stream: true }) });
+    expect(r.status).toBe(200);
+    expect(r.headers["content-type"]).toMatch(/^text\/event-stream/);
+    const events = sseEvents(r.body);
+    expect(events[events.length - 1]).toBe("[DONE]");
+    const served = events.slice(0, -1).map((e) => JSON.parse(e) as ChatCompletionChunk);
+    expect(comparable(served)).toEqual(comparable(local));
+  });
+
+  it("a client that disconnects mid-stream aborts its generation and frees its slot", async () => {
+    const busy = () => contexts.some((c) => c.busy);
+    const prompt = [{ role: "user", content: "Tell me a long story" }];
+    const received = await new Promise<number>((resolve, reject) => {
+      const req = httpRequest(`${base}/v1/chat/completions`, { method: "POST", headers: auth }, (res) => {
+        let events = 0;
+        res.on("data", (d: Buffer) => {
+          events += d.toString().split("\n\n").length - 1;
+          if (events >= 5) {
+            req.destroy();
+            resolve(events);
+          }
+        });
+      });
+      req.on("error", (e: NodeJS.ErrnoException) => (e.code === "ECONNRESET" ? undefined : reject(e)));
+      req.end(JSON.stringify({ model: "tiny", messages: prompt, max_tokens: 3000, stream: true }));
+    });
+    expect(received).toBeGreaterThanOrEqual(5);
+    expect(await poll(() => !busy(), 10_000)).toBe(true);
+    // Aborted: the KV cache holds the prompt and the tokens so far, far fewer than 3000 generated.
+    const longest = Math.max(...contexts.map((c) => c.tokens.length));
+    expect(longest).toBeLessThan(1500);
+    const h = await health();
+    expect(h.slots.idle).toBe(h.slots.total);
+  });
+});
+
+describe("concurrency", () => {
+  it("8 concurrent clients all get their completion (2 slots, the rest queued)", async () => {
+    const client = new OpenAI({ apiKey: KEY, baseURL: `${base}/v1`, maxRetries: 0 });
+    const results = await Promise.all(
+      Array.from({ length: 8 }, (_, i) =>
+        i % 2 === 0
+          ? client.chat.completions.create({ model: "tiny", messages: [{ role: "user", content: `question ${i}` }], max_tokens: 24, seed: i })
+          : client.chat.completions
+              .stream({ model: "tiny", messages: [{ role: "user", content: `question ${i}` }], tools, tool_choice: "required", max_tokens: 40, seed: i })
+              .finalChatCompletion(),
+      ),
+    );
+    expect(results).toHaveLength(8);
+    for (const c of results) {
+      expect(c.choices[0]!.finish_reason).toMatch(/^(stop|length|tool_calls)$/);
+      expect(c.usage === undefined || c.usage === null || c.usage.completion_tokens > 0).toBe(true);
+    }
+    const h = await health();
+    expect(h).toEqual({ status: "ok", slots: { total: 2, idle: 2 }, queued: 0 });
+  });
+
+  it("past the queue bound: 429 with Retry-After; a queued client that leaves is taken out of the queue", async () => {
+    const small = await startServer([reference], { port: 0, maxQueue: 1 });
+    try {
+      const long = JSON.stringify({ messages: [{ role: "user", content: "go" }], max_tokens: 1500 });
+      const first = raw(`${small.url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: long });
+      expect(await poll(() => reference.busy, 10_000)).toBe(true);
+      // The second waits; the third finds the queue full.
+      const waiting = httpRequest(`${small.url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" } });
+      waiting.on("error", () => undefined);
+      waiting.end(long);
+      expect(await poll(async () => (JSON.parse((await raw(`${small.url}/health`)).body) as { queued: number }).queued === 1, 10_000)).toBe(true);
+      const refused = await raw(`${small.url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: long });
+      expect(refused.status).toBe(429);
+      expect(refused.headers["retry-after"]).toBe("1");
+      expect(JSON.parse(refused.body).error).toMatchObject({ type: "rate_limit_error", code: "rate_limit_exceeded" });
+      waiting.destroy();
+      expect(await poll(async () => (JSON.parse((await raw(`${small.url}/health`)).body) as { queued: number }).queued === 0, 10_000)).toBe(true);
+      expect((await first).status).toBe(200);
+    } finally {
+      await small.close();
+    }
+  });
+});
+
+describe("shutdown", () => {
+  it("close() aborts a running stream, fails a queued request with 503, and resolves", async () => {
+    const small = await startServer([reference], { port: 0 });
+    const long = JSON.stringify({ messages: [{ role: "user", content: "go" }], max_tokens: 3000, stream: true });
+    const running = raw(`${small.url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: long }).catch((e: unknown) => e);
+    expect(await poll(() => reference.busy, 10_000)).toBe(true);
+    const queued = raw(`${small.url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: long });
+    expect(await poll(async () => (JSON.parse((await raw(`${small.url}/health`)).body) as { queued: number }).queued === 1, 10_000)).toBe(true);
+    await small.close();
+    expect((await queued).status).toBe(503);
+    const r = await running;
+    // The stream ended early: an error event (aborted) instead of [DONE], or a cut connection.
+    if (!(r instanceof Error)) expect((r as { body: string }).body).not.toMatch(/data: \[DONE\]/);
+    expect(await poll(() => !reference.busy, 10_000)).toBe(true);
+    expect(reference.tokens.length).toBeLessThan(1500);
+  });
+});
+
+describe("bad requests", () => {
+  const post = (body: string | Buffer, headers: Record<string, string> = auth) => raw(`${base}/v1/chat/completions`, { method: "POST", headers, body });
+
+  it("malformed JSON: 400 with line and column; a field: 400 naming it; never a 500", async () => {
+    const broken = await post('{"messages": [{"role": "user", "content": "hi"}');
+    expect(broken.status).toBe(400);
+    expect(JSON.parse(broken.body).error).toMatchObject({ type: "invalid_request_error", code: "invalid_json" });
+    expect(JSON.parse(broken.body).error.message).toMatch(/line 1, column 48/);
+    for (const [body, param] of [
+      [{ messages: [] }, "messages"],
+      [{ messages: [{ role: "user", content: "hi" }], max_tokens: 0 }, "max_tokens"],
+      [{ messages: [{ role: "user", content: "hi" }], tools: [{ type: "function", function: { name: "a b" } }] }, "tools[0].function.name"],
+      [{ messages: [{ role: "user", content: "hi" }], response_format: { type: "json_schema", json_schema: { schema: { type: "frob" } } } }, null],
+    ] as const) {
+      const r = await post(JSON.stringify(body));
+      expect(r.status, r.body).toBe(400);
+      if (param !== null) expect(JSON.parse(r.body).error.param).toBe(param);
+    }
+    expect((await post("[1, 2]")).status).toBe(400);
+    expect((await post("")).status).toBe(400);
+  });
+
+  it("a body over the limit: 413, with or without Content-Length, before it is parsed", async () => {
+    const big = Buffer.alloc(80 * 1024, 0x20);
+    const declared = await post(big);
+    expect(declared.status).toBe(413);
+    expect(JSON.parse(declared.body).error.code).toBe("request_too_large");
+    const chunked = await raw(`${base}/v1/chat/completions`, { method: "POST", headers: { ...auth, "transfer-encoding": "chunked" }, chunked: [big.subarray(0, 40_000), big.subarray(40_000)] });
+    expect(chunked.status).toBe(413);
+    // The server still answers afterwards.
+    expect((await health()).status).toBe("ok");
+  });
+
+  it("401 without or with a wrong key (health needs none); 404 and 405 in OpenAI's shape", async () => {
+    const none = await post(JSON.stringify({ messages: [{ role: "user", content: "hi" }] }), { "content-type": "application/json" });
+    expect(none.status).toBe(401);
+    expect(none.headers["www-authenticate"]).toBe("Bearer");
+    expect(JSON.parse(none.body).error.code).toBe("invalid_api_key");
+    expect((await post("{}", { authorization: "Bearer nope" })).status).toBe(401);
+    expect((await raw(`${base}/v1/models`)).status).toBe(401);
+    expect((await raw(`${base}/health`)).status).toBe(200);
+    const missing = await raw(`${base}/v1/embeddings`, { method: "POST", headers: auth, body: "{}" });
+    expect(missing.status).toBe(404);
+    expect(JSON.parse(missing.body).error).toMatchObject({ type: "invalid_request_error", code: "not_found" });
+    expect((await raw(`${base}/v1/models/other`, { headers: auth })).status).toBe(404);
+    const method = await raw(`${base}/v1/chat/completions`, { headers: auth });
+    expect(method.status).toBe(405);
+    expect(method.headers.allow).toBe("POST");
+  });
+});
+
+describe("the request contract over HTTP", () => {
+  const complete = async (extra: Record<string, unknown>) => {
+    const r = await raw(`${base}/v1/chat/completions`, { method: "POST", headers: auth, body: JSON.stringify({ model: "tiny", messages: [{ role: "user", content: "Count" }], max_tokens: 24, ...extra }) });
+    return { status: r.status, body: JSON.parse(r.body) as { choices: { message: { content: string } }[]; error?: { param: string } } };
+  };
+
+  it("llama.cpp's top_k and min_p reach the sampler: top_k 1 or min_p 1 at a high temperature is greedy", async () => {
+    const greedy = await complete({ temperature: 0 });
+    expect(greedy.status).toBe(200);
+    for (const extra of [{ top_k: 1 }, { min_p: 1 }]) {
+      const r = await complete({ temperature: 1.5, seed: 11, ...extra });
+      expect(r.body.choices[0]!.message.content, JSON.stringify(extra)).toBe(greedy.body.choices[0]!.message.content);
+    }
+    // The control: the same temperature and seed without the cut-off samples something else.
+    expect((await complete({ temperature: 1.5, seed: 11 })).body.choices[0]!.message.content).not.toBe(greedy.body.choices[0]!.message.content);
+  });
+
+  it("fields this build cannot honour are 400s naming them; fields ignored by design pass", async () => {
+    for (const [field, value] of [["logprobs", true], ["frequency_penalty", 0.4], ["n", 3], ["temprature", 1]] as const) {
+      const r = await complete({ [field]: value });
+      expect(r.status, field).toBe(400);
+      expect(r.body.error!.param).toBe(field);
+    }
+    expect((await complete({ user: "u1", metadata: { a: "b" }, logprobs: false })).status).toBe(200);
+  });
+});
+
+describe("binding", () => {
+  it("a non-loopback host needs an API key or an explicit allowUnauthenticated", async () => {
+    expect(isLoopback("127.0.0.1")).toBe(true);
+    expect(isLoopback("127.8.9.1")).toBe(true);
+    expect(isLoopback("::1")).toBe(true);
+    expect(isLoopback("localhost")).toBe(true);
+    expect(isLoopback("0.0.0.0")).toBe(false);
+    expect(isLoopback("::")).toBe(false);
+    expect(isLoopback("192.168.1.2")).toBe(false);
+    await expect(startServer([reference], { host: "0.0.0.0", port: 0 })).rejects.toThrow(/--api-key|allow-unauthenticated/);
+  });
+});
