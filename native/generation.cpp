@@ -188,7 +188,7 @@ void CallJsBatchImpl(Napi::Env env, Napi::Function fn, GenerationJob* job) {
   }
 }
 
-std::shared_ptr<GenerationJob> CreateGeneration(Napi::Env env, const llama_vocab* vocab, uint32_t defaultSeed,
+std::shared_ptr<GenerationJob> CreateGeneration(Napi::Env env, const llama_vocab* vocab, grammar::VocabIndexHolder* vocabIndex, uint32_t defaultSeed,
                                                 Napi::Int32Array prompt, Napi::Object o, Napi::Function onBatch) {
   if (prompt.ElementLength() == 0) Throw(env, "ERR_INVALID_ARGUMENT", "the prompt has no tokens");
   int32_t nVocab = llama_vocab_n_tokens(vocab);
@@ -247,7 +247,7 @@ std::shared_ptr<GenerationJob> CreateGeneration(Napi::Env env, const llama_vocab
     }
   }
   NativeError err;
-  job->sampler = Sampler::Create(vocab, sp, hasGrammar ? &gp : nullptr, &err, &context->model->grammarIndex);
+  job->sampler = Sampler::Create(vocab, sp, hasGrammar ? &gp : nullptr, &err, vocabIndex);
   if (!job->sampler) Throw(env, err.code, err.message);
 
   auto* holder = new std::shared_ptr<GenerationJob>(job);

@@ -4,6 +4,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 
 import { loadModel, type Context, type Model } from "../../lib/llama/index.js";
+import { loadBinding } from "../../lib/native/load.js";
 import { ensureTestModel } from "../../lib/test-model/index.js";
 import { codeOf } from "./helpers.js";
 
@@ -12,7 +13,9 @@ let context: Context;
 let prompt: Int32Array;
 
 beforeAll(async () => {
-  model = await loadModel(await ensureTestModel("tiny"));
+  const path = await ensureTestModel("tiny");
+  model = await loadModel(path);
+  await openRaw(path);
   context = model.createContext({ contextSize: 8192, threads: 2 });
   prompt = model.tokenize("<|im_start|>user\nWrite<|im_end|>\n<|im_start|>assistant\n", { parseSpecial: true });
 });
@@ -25,13 +28,48 @@ afterEach(() => {
 });
 
 afterAll(() => {
+  raw?.context.dispose();
+  raw?.model.dispose();
   model?.dispose();
 });
 
+// The library checks GBNF in TypeScript first (lib/gbnf); the native layer must hold on its own,
+// so these go to the addon directly, as the library would pass them without that check.
+let raw: { model: any; context: any; seq: number; prompt: Int32Array } | undefined;
+
+async function openRaw(path: string): Promise<void> {
+  const native = loadBinding() as any;
+  const m = await native.loadModel(path, { gpuLayers: 0, useMmap: true, vocabOnly: false }, undefined);
+  const c = m.createContext({ contextSize: 256, batchSize: 256, sequences: 1, kvUnified: false, threads: 1, threadsBatch: 0, seed: 1 });
+  raw = { model: m, context: c, seq: c.acquireSequence(), prompt: m.tokenize("Hello", false, false) };
+}
+
+function rawGenerate(gbnf: string): void {
+  raw!.context.generate(raw!.seq, raw!.prompt, rawOptions(gbnf), () => {});
+}
+
+function rawOptions(gbnf: string): object {
+  return {
+    maxTokens: 4, temperature: 0, topK: 40, topP: 0.95, minP: 0.05, seed: 1, repeatPenalty: 1,
+    stopTokens: new Int32Array(0), preservedTokens: new Int32Array(0), special: false,
+    grammar: { gbnf, root: "root", lazy: false, triggerPatterns: [], triggerTokens: new Int32Array(0), prefillTokens: new Int32Array(0) },
+    grammarResample: "fast", grammarFirst: false, contextShift: false, contextShiftKeep: 0, flushTokens: 8, flushMs: 5, windowTokens: 64,
+  };
+}
+
 async function rejected(gbnf: string, message: RegExp): Promise<void> {
+  // through the library: a coded error (from its TypeScript check or from native code)
   const error = await codeOf(() => context.generate(prompt, { maxTokens: 4, grammar: { gbnf } }));
   expect(error.code).toBe("ERR_GRAMMAR_INVALID");
-  expect(error.message).toMatch(message);
+  // and native code by itself
+  let caught: any;
+  try {
+    rawGenerate(gbnf);
+  } catch (e) {
+    caught = e;
+  }
+  expect(caught?.code).toBe("ERR_GRAMMAR_INVALID");
+  expect(caught?.message).toMatch(message);
 }
 
 describe("hostile GBNF", () => {
