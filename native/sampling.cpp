@@ -1,5 +1,6 @@
 #include "sampling.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -28,9 +29,20 @@ std::unique_ptr<Sampler> Sampler::Create(const llama_vocab* vocab, const Samplin
   s->chain_ = llama_sampler_chain_init(cp);
   s->reference_ = !p.fastGrammarResample;
   s->grammarFirst_ = p.grammarFirst;
-  // Keep this order identical to the benchmark's C++ loop (scripts/bench).
-  if (p.repeatPenalty != 1.0f) {
-    llama_sampler_chain_add(s->chain_, llama_sampler_init_penalties(s->nVocab_, 64, p.repeatPenalty, 0.0f, 0.0f));
+  s->logprobs_ = p.logprobs;
+  s->topLogprobs_ = std::max(0, p.topLogprobs);
+  // llama.cpp's order (common_sampler): logit bias, penalties, then the selection; the same as the
+  // benchmark's C++ loop (scripts/bench) when bias and penalties are off.
+  const bool penalties = p.repeatPenalty != 1.0f || p.frequencyPenalty != 0.0f || p.presencePenalty != 0.0f;
+  if (!p.logitBias.empty() || penalties) {
+    s->pre_ = llama_sampler_chain_init(cp);
+    if (!p.logitBias.empty()) {
+      llama_sampler_chain_add(s->pre_, llama_sampler_init_logit_bias(s->nVocab_, static_cast<int32_t>(p.logitBias.size()), p.logitBias.data()));
+    }
+    if (penalties) {
+      llama_sampler_chain_add(s->pre_, llama_sampler_init_penalties(s->nVocab_, p.penaltyLastN, p.repeatPenalty, p.frequencyPenalty,
+                                                                    p.presencePenalty));
+    }
   }
   if (p.temperature <= 0.0f) {
     llama_sampler_chain_add(s->chain_, llama_sampler_init_greedy());
@@ -46,6 +58,27 @@ std::unique_ptr<Sampler> Sampler::Create(const llama_vocab* vocab, const Samplin
 
 Sampler::~Sampler() {
   if (chain_ != nullptr) llama_sampler_free(chain_);
+  if (pre_ != nullptr) llama_sampler_free(pre_);
+}
+
+void Sampler::Prepare(const float* logits, llama_token_data_array* all) {
+  Fill(logits);
+  *all = llama_token_data_array{candidates_.data(), candidates_.size(), -1, false};
+  if (pre_ != nullptr) llama_sampler_apply(pre_, all);
+}
+
+// log softmax over the prepared candidates: the denominator, the top few, and every logit for the
+// chosen token's (which the chain may pick after a grammar rejection).
+void Sampler::NoteLogprobs(llama_token chosen) {
+  extraIds_.clear();
+  extraValues_.clear();
+  if (!logprobs_ || chosen < 0 || chosen >= nVocab_) return;
+  extraIds_.push_back(chosen);
+  extraValues_.push_back(adjusted_[chosen] - logSum_);
+  for (const auto& t : top_) {
+    extraIds_.push_back(t.id);
+    extraValues_.push_back(t.logit - logSum_);
+  }
 }
 
 void Sampler::Fill(const float* logits) {
@@ -76,8 +109,33 @@ bool Sampler::Constrain(llama_token_data_array* array, NativeError* error) {
 }
 
 llama_token Sampler::Sample(const float* logits, NativeError* error) {
-  Fill(logits);
-  llama_token_data_array all{candidates_.data(), candidates_.size(), -1, false};
+  llama_token id = SampleInner(logits, error);
+  if (logprobs_) NoteLogprobs(id);
+  return id;
+}
+
+llama_token Sampler::SampleInner(const float* logits, NativeError* error) {
+  llama_token_data_array all;
+  Prepare(logits, &all);
+  if (logprobs_) {
+    adjusted_.resize(static_cast<size_t>(nVocab_));
+    float max = -INFINITY;
+    for (int32_t i = 0; i < nVocab_; i++) {
+      adjusted_[i] = candidates_[i].logit;
+      max = std::max(max, adjusted_[i]);
+    }
+    double sum = 0;
+    for (int32_t i = 0; i < nVocab_; i++) sum += std::exp(static_cast<double>(adjusted_[i] - max));
+    logSum_ = max + static_cast<float>(std::log(sum));
+    top_.clear();
+    if (topLogprobs_ > 0) {
+      auto lower = [](const llama_token_data& a, const llama_token_data& b) { return a.logit > b.logit || (a.logit == b.logit && a.id < b.id); };
+      const size_t k = std::min<size_t>(static_cast<size_t>(topLogprobs_), candidates_.size());
+      top_.assign(candidates_.begin(), candidates_.end());
+      std::partial_sort(top_.begin(), top_.begin() + static_cast<std::ptrdiff_t>(k), top_.end(), lower);
+      top_.resize(k);
+    }
+  }
   const bool constrained = grammar_ && !grammar_->awaitingTrigger();
   if (constrained && grammarFirst_) {
     if (!Constrain(&all, error)) return LLAMA_TOKEN_NULL;
@@ -105,8 +163,7 @@ llama_token Sampler::Sample(const float* logits, NativeError* error) {
   }
   if (admitted) return id;
   // Rejected: constrain every candidate, then run the chain again (llama.cpp's resample).
-  Fill(logits);
-  all = llama_token_data_array{candidates_.data(), candidates_.size(), -1, false};
+  Prepare(logits, &all);
   if (!Constrain(&all, error)) return LLAMA_TOKEN_NULL;
   return SelectFrom(&all, error);
 }
@@ -136,6 +193,7 @@ bool Sampler::Accept(llama_token token, NativeError* error) {
       return false;
     }
   }
+  if (pre_ != nullptr) llama_sampler_accept(pre_, token);
   llama_sampler_accept(chain_, token);
   return true;
 }

@@ -22,6 +22,14 @@ struct SamplingParams {
   float minP = 0.05f;
   uint32_t seed = LLAMA_DEFAULT_SEED;
   float repeatPenalty = 1.0f;
+  float frequencyPenalty = 0.0f;  // OpenAI's, subtracted per occurrence in the last penaltyLastN tokens
+  float presencePenalty = 0.0f;   // OpenAI's, subtracted once for any occurrence there
+  int32_t penaltyLastN = 64;
+  std::vector<llama_logit_bias> logitBias;  // added to the logits first (-inf bans a token)
+  // Per token: the chosen token's log probability and the topLogprobs most likely tokens', from
+  // the candidates after logit bias and penalties (before truncation, temperature and grammar).
+  bool logprobs = false;
+  int32_t topLogprobs = 0;
   // true: the mask engine constrains the candidates; false: llama.cpp's full pass (the reference).
   bool fastGrammarResample = true;
   // Constrain before sampling instead of after a rejection (llama.cpp's grammar_first).
@@ -48,6 +56,10 @@ class Sampler {
   bool Accept(llama_token token, NativeError* error);
 
   const grammar::GrammarState* grammarState() const { return grammar_.get(); }
+  // After Sample, with logprobs on: (token, log probability) pairs, the chosen token first, then
+  // the top alternatives in order. Empty otherwise.
+  const std::vector<int32_t>& extraIds() const { return extraIds_; }
+  const std::vector<float>& extraValues() const { return extraValues_; }
 
  private:
   Sampler() = default;
@@ -55,7 +67,19 @@ class Sampler {
   llama_token SelectFrom(llama_token_data_array* array, NativeError* error);
   bool Constrain(llama_token_data_array* array, NativeError* error);
 
-  llama_sampler* chain_ = nullptr;
+  llama_token SampleInner(const float* logits, NativeError* error);
+  void Prepare(const float* logits, llama_token_data_array* all);
+  void NoteLogprobs(llama_token chosen);
+
+  llama_sampler* pre_ = nullptr;    // logit bias, penalties (nullptr: none)
+  llama_sampler* chain_ = nullptr;  // selection
+  bool logprobs_ = false;
+  int32_t topLogprobs_ = 0;
+  float logSum_ = 0;                      // log of the softmax denominator
+  std::vector<float> adjusted_;           // logits after pre_, by id (logprobs only)
+  std::vector<llama_token_data> top_;     // the top candidates (logprobs only)
+  std::vector<int32_t> extraIds_;
+  std::vector<float> extraValues_;
   std::unique_ptr<grammar::GrammarState> grammar_;
   int32_t nVocab_ = 0;
   bool reference_ = false;
