@@ -83,6 +83,13 @@ export interface NativeGenerateOptions {
   minP: number;
   seed: number; // -1: the context's seed
   repeatPenalty: number;
+  frequencyPenalty: number;
+  presencePenalty: number;
+  penaltyLastN: number;
+  logitBiasTokens: Int32Array;
+  logitBiasValues: Float32Array;
+  logprobs: boolean;
+  topLogprobs: number;
   stopTokens: Int32Array;
   preservedTokens: Int32Array;
   special: boolean;
