@@ -70,14 +70,19 @@ async function main() {
   const context = model.createContext({ contextSize, threads: 1, seed: 5 });
   const prompt = model.tokenize("<|im_start|>user\nWrite a long story.<|im_end|>\n<|im_start|>assistant\n", { parseSpecial: true });
   const tokens = Math.min(opts.tokens, contextSize - prompt.length - 8);
-  const variants = { "no grammar": {}, ...Object.fromEntries(Object.entries(plans).map(([k, p]) => [k, { grammar: { gbnf: p.gbnf, lazy: true, triggerPatterns: p.patterns } }])) };
+  // End of generation banned (a random model samples one every few thousand tokens), same in every variant.
+  const noEog = Object.fromEntries(Array.from({ length: model.vocabSize }, (_, t) => t).filter((t) => model.isEog(t)).map((t) => [t, -Infinity]));
+  const base = { logitBias: noEog };
+  const variants = { "no grammar": base, ...Object.fromEntries(Object.entries(plans).map(([k, p]) => [k, { ...base, grammar: { gbnf: p.gbnf, lazy: true, triggerPatterns: p.patterns } }])) };
   const spans = [
     [0, 1000],
     [tokens - 1000, tokens],
   ];
   const rates = Object.fromEntries(Object.keys(variants).map((k) => [k, spans.map(() => [])]));
   for (let run = 0; run < opts.runs; run++) {
-    for (const [name, extra] of Object.entries(variants)) {
+    const order = Object.entries(variants);
+    if (run % 2 === 1) order.reverse();
+    for (const [name, extra] of order) {
       const at = [];
       const g = context.generate(prompt, { seed: 100 + run, temperature: 0.8, maxTokens: tokens, ...extra });
       for await (const _ of g) at.push(performance.now());
@@ -120,6 +125,11 @@ async function main() {
     const r = d.reference ?? [];
     console.log(`| ${d.plan} | ${f(o[0]?.us, 2)} | ${f(o.at(-1)?.us, 2)} | ${f(r[0]?.us, 2)} | ${f(r.at(-1)?.us, 2)} |`);
   }
+  // What the detection costs next to a token at the no-grammar rate of tokens 7k-8k (load-proof:
+  // both come from this run; the end-to-end ratios above carry the machine's noise).
+  const tokenUs = 1e6 / report.generation[0].spans.at(-1).tokPerS;
+  console.log(`\nimplied ratio at tokens 7k-8k (a token there takes ${f(tokenUs, 0)} µs without a grammar):`);
+  for (const d of report.detection) console.log(`- ${d.plan}: ${f(tokenUs / (tokenUs + (d.ours?.at(-1)?.us ?? NaN)), 5)}`);
 }
 
 main().catch((e) => {
