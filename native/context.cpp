@@ -310,7 +310,7 @@ Napi::Value ContextWrap::Generate(const Napi::CallbackInfo& info) {
       Throw(env, "ERR_CONTEXT_FULL", "the prompt has " + std::to_string(prompt.ElementLength()) +
                                          " tokens; a sequence of this context holds " + std::to_string(core.sequenceSize()));
     }
-    std::shared_ptr<GenerationJob> job = CreateGeneration(env, core.model()->vocab, core.seed(), prompt,
+    std::shared_ptr<GenerationJob> job = CreateGeneration(env, core.model()->vocab, &core.model()->grammarIndex, core.seed(), prompt,
                                                           info[2].As<Napi::Object>(), info[3].As<Napi::Function>());
     job->handle = handle;
     job->core = &core;

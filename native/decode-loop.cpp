@@ -262,7 +262,12 @@ void ContextCore::SampleOne(GenerationJob& job) {
   }
   if (!job.sampler->Accept(token, &err)) return End(job, "abort", err);
   job.stats.sampleMs += MsSince(s0);
-  job.Emit(token, TokenToPiece(vocab, token, p.special || Contains(p.preserved, token)), nullptr);
+  TokenExtra extra;  // the sampler's per-token data (logprobs), when asked for
+  if (!job.sampler->extraIds().empty()) {
+    extra.ids = job.sampler->extraIds();
+    extra.values = job.sampler->extraValues();
+  }
+  job.Emit(token, TokenToPiece(vocab, token, p.special || Contains(p.preserved, token)), extra.ids.empty() ? nullptr : &extra);
   job.stats.generatedTokens++;
   if (p.maxTokens >= 0 && job.stats.generatedTokens >= p.maxTokens) return End(job, "length");
   job.pending = token;

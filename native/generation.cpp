@@ -188,7 +188,7 @@ void CallJsBatchImpl(Napi::Env env, Napi::Function fn, GenerationJob* job) {
   }
 }
 
-std::shared_ptr<GenerationJob> CreateGeneration(Napi::Env env, const llama_vocab* vocab, uint32_t defaultSeed,
+std::shared_ptr<GenerationJob> CreateGeneration(Napi::Env env, const llama_vocab* vocab, grammar::VocabIndexHolder* vocabIndex, uint32_t defaultSeed,
                                                 Napi::Int32Array prompt, Napi::Object o, Napi::Function onBatch) {
   if (prompt.ElementLength() == 0) Throw(env, "ERR_INVALID_ARGUMENT", "the prompt has no tokens");
   int32_t nVocab = llama_vocab_n_tokens(vocab);
@@ -218,6 +218,23 @@ std::shared_ptr<GenerationJob> CreateGeneration(Napi::Env env, const llama_vocab
   sp.repeatPenalty = static_cast<float>(Num(o, "repeatPenalty", sp.repeatPenalty));
   sp.fastGrammarResample = !o.Get("grammarResample").IsString() ||
                            o.Get("grammarResample").As<Napi::String>().Utf8Value() != "reference";
+  sp.grammarFirst = o.Get("grammarFirst").ToBoolean().Value();
+  sp.frequencyPenalty = static_cast<float>(Num(o, "frequencyPenalty", 0));
+  sp.presencePenalty = static_cast<float>(Num(o, "presencePenalty", 0));
+  sp.penaltyLastN = static_cast<int32_t>(Num(o, "penaltyLastN", sp.penaltyLastN));
+  sp.logprobs = o.Get("logprobs").ToBoolean().Value();
+  sp.topLogprobs = static_cast<int32_t>(Num(o, "topLogprobs", 0));
+  Napi::Value biasTokens = o.Get("logitBiasTokens");
+  Napi::Value biasValues = o.Get("logitBiasValues");
+  if (biasTokens.IsTypedArray() && biasValues.IsTypedArray() && biasTokens.As<Napi::TypedArray>().TypedArrayType() == napi_int32_array &&
+      biasValues.As<Napi::TypedArray>().TypedArrayType() == napi_float32_array) {
+    Napi::Int32Array t = biasTokens.As<Napi::Int32Array>();
+    Napi::Float32Array v = biasValues.As<Napi::Float32Array>();
+    for (size_t i = 0; i < t.ElementLength() && i < v.ElementLength(); i++) {
+      if (t[i] < 0 || t[i] >= nVocab) Throw(env, "ERR_INVALID_ARGUMENT", "logit bias token " + std::to_string(t[i]) + " is outside the vocabulary");
+      sp.logitBias.push_back(llama_logit_bias{t[i], v[i]});
+    }
+  }
   double seed = Num(o, "seed", -1);
   sp.seed = seed < 0 ? defaultSeed : static_cast<uint32_t>(seed);
 
@@ -246,7 +263,7 @@ std::shared_ptr<GenerationJob> CreateGeneration(Napi::Env env, const llama_vocab
     }
   }
   NativeError err;
-  job->sampler = Sampler::Create(vocab, sp, hasGrammar ? &gp : nullptr, &err);
+  job->sampler = Sampler::Create(vocab, sp, hasGrammar ? &gp : nullptr, &err, vocabIndex);
   if (!job->sampler) Throw(env, err.code, err.message);
 
   auto* holder = new std::shared_ptr<GenerationJob>(job);

@@ -134,7 +134,7 @@ class GenerationWrap : public Napi::ObjectWrap<GenerationWrap> {
 
 // JS thread: reads the options of generate(seq, prompt, options, onBatch) into a job with its
 // sampler and thread-safe function; the caller submits it. Throws ERR_GRAMMAR_INVALID, ...
-std::shared_ptr<GenerationJob> CreateGeneration(Napi::Env env, const llama_vocab* vocab, uint32_t defaultSeed,
+std::shared_ptr<GenerationJob> CreateGeneration(Napi::Env env, const llama_vocab* vocab, grammar::VocabIndexHolder* vocabIndex, uint32_t defaultSeed,
                                                 Napi::Int32Array prompt, Napi::Object options, Napi::Function onBatch);
 
 }  // namespace lp

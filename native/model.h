@@ -10,6 +10,8 @@
 
 #include "common.h"
 
+#include "grammar/vocab-index.h"
+
 struct gguf_context;
 
 namespace lp {
@@ -20,6 +22,7 @@ struct ModelCore {
   gguf_context* gguf = nullptr;  // metadata only (no tensor data), read before llama.cpp loads
   std::string path;
   bool vocabOnly = false;
+  grammar::VocabIndexHolder grammarIndex;  // the vocabulary trie of grammar samplers, built at first use
   ~ModelCore();
 };
 

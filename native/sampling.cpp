@@ -5,26 +5,44 @@
 #include <string>
 
 namespace lp {
+namespace {
 
-std::unique_ptr<Sampler> Sampler::Create(const llama_vocab* vocab, const SamplingParams& p,
-                                         const GrammarParams* grammar, NativeError* error) {
+NativeError ToNative(const grammar::Failure& f) { return {f.code, f.message}; }
+
+}  // namespace
+
+std::unique_ptr<Sampler> Sampler::Create(const llama_vocab* vocab, const SamplingParams& p, const GrammarParams* grammar,
+                                         NativeError* error, grammar::VocabIndexHolder* vocabIndex) {
   std::unique_ptr<Sampler> s(new Sampler());
   s->nVocab_ = llama_vocab_n_tokens(vocab);
   s->candidates_.resize(static_cast<size_t>(s->nVocab_));
   if (grammar != nullptr) {
-    s->grammar_ = CreateGrammarSampler(vocab, *grammar, error);
-    if (s->grammar_ == nullptr) return nullptr;
+    grammar::Failure f;
+    s->grammar_ = grammar::GrammarState::Create(vocab, vocabIndex, *grammar, &f);
+    if (!s->grammar_) {
+      *error = ToNative(f);
+      return nullptr;
+    }
   }
   llama_sampler_chain_params cp = llama_sampler_chain_default_params();
   cp.no_perf = true;
   s->chain_ = llama_sampler_chain_init(cp);
-  s->greedy_ = p.temperature <= 0.0f;
-  s->penalties_ = p.repeatPenalty != 1.0f;
-  s->topK_ = p.topK;
-  s->fastResample_ = p.fastGrammarResample;
-  // Keep this order identical to the benchmark's C++ loop (scripts/bench).
-  if (p.repeatPenalty != 1.0f) {
-    llama_sampler_chain_add(s->chain_, llama_sampler_init_penalties(s->nVocab_, 64, p.repeatPenalty, 0.0f, 0.0f));
+  s->reference_ = !p.fastGrammarResample;
+  s->grammarFirst_ = p.grammarFirst;
+  s->logprobs_ = p.logprobs;
+  s->topLogprobs_ = std::max(0, p.topLogprobs);
+  // llama.cpp's order (common_sampler): logit bias, penalties, then the selection; the same as the
+  // benchmark's C++ loop (scripts/bench) when bias and penalties are off.
+  const bool penalties = p.repeatPenalty != 1.0f || p.frequencyPenalty != 0.0f || p.presencePenalty != 0.0f;
+  if (!p.logitBias.empty() || penalties) {
+    s->pre_ = llama_sampler_chain_init(cp);
+    if (!p.logitBias.empty()) {
+      llama_sampler_chain_add(s->pre_, llama_sampler_init_logit_bias(s->nVocab_, static_cast<int32_t>(p.logitBias.size()), p.logitBias.data()));
+    }
+    if (penalties) {
+      llama_sampler_chain_add(s->pre_, llama_sampler_init_penalties(s->nVocab_, p.penaltyLastN, p.repeatPenalty, p.frequencyPenalty,
+                                                                    p.presencePenalty));
+    }
   }
   if (p.temperature <= 0.0f) {
     llama_sampler_chain_add(s->chain_, llama_sampler_init_greedy());
@@ -40,7 +58,27 @@ std::unique_ptr<Sampler> Sampler::Create(const llama_vocab* vocab, const Samplin
 
 Sampler::~Sampler() {
   if (chain_ != nullptr) llama_sampler_free(chain_);
-  if (grammar_ != nullptr) llama_sampler_free(grammar_);
+  if (pre_ != nullptr) llama_sampler_free(pre_);
+}
+
+void Sampler::Prepare(const float* logits, llama_token_data_array* all) {
+  Fill(logits);
+  *all = llama_token_data_array{candidates_.data(), candidates_.size(), -1, false};
+  if (pre_ != nullptr) llama_sampler_apply(pre_, all);
+}
+
+// log softmax over the prepared candidates: the denominator, the top few, and every logit for the
+// chosen token's (which the chain may pick after a grammar rejection).
+void Sampler::NoteLogprobs(llama_token chosen) {
+  extraIds_.clear();
+  extraValues_.clear();
+  if (!logprobs_ || chosen < 0 || chosen >= nVocab_) return;
+  extraIds_.push_back(chosen);
+  extraValues_.push_back(adjusted_[chosen] - logSum_);
+  for (const auto& t : top_) {
+    extraIds_.push_back(t.id);
+    extraValues_.push_back(t.logit - logSum_);
+  }
 }
 
 void Sampler::Fill(const float* logits) {
@@ -54,36 +92,79 @@ llama_token Sampler::Sample(llama_context* ctx, int32_t index, NativeError* erro
     *error = {"ERR_DECODE", "llama.cpp returned no logits for batch position " + std::to_string(index)};
     return LLAMA_TOKEN_NULL;
   }
-  Fill(logits);
-  llama_token_data_array all{candidates_.data(), candidates_.size(), -1, false};
+  return Sample(logits, error);
+}
+
+bool Sampler::Constrain(llama_token_data_array* array, NativeError* error) {
+  grammar::Failure f;
+  if (!grammar_->Apply(array, reference_, &f)) {
+    *error = ToNative(f);
+    return false;
+  }
+  for (size_t i = 0; i < array->size; i++) {
+    if (array->data[i].logit != -INFINITY) return true;
+  }
+  *error = {"ERR_GRAMMAR_DEAD_END", "the grammar admits no token here (every candidate was rejected)"};
+  return false;
+}
+
+llama_token Sampler::Sample(const float* logits, NativeError* error) {
+  llama_token id = SampleInner(logits, error);
+  if (logprobs_) NoteLogprobs(id);
+  return id;
+}
+
+llama_token Sampler::SampleInner(const float* logits, NativeError* error) {
+  llama_token_data_array all;
+  Prepare(logits, &all);
+  if (logprobs_) {
+    adjusted_.resize(static_cast<size_t>(nVocab_));
+    float max = -INFINITY;
+    for (int32_t i = 0; i < nVocab_; i++) {
+      adjusted_[i] = candidates_[i].logit;
+      max = std::max(max, adjusted_[i]);
+    }
+    double sum = 0;
+    for (int32_t i = 0; i < nVocab_; i++) sum += std::exp(static_cast<double>(adjusted_[i] - max));
+    logSum_ = max + static_cast<float>(std::log(sum));
+    top_.clear();
+    if (topLogprobs_ > 0) {
+      auto lower = [](const llama_token_data& a, const llama_token_data& b) { return a.logit > b.logit || (a.logit == b.logit && a.id < b.id); };
+      const size_t k = std::min<size_t>(static_cast<size_t>(topLogprobs_), candidates_.size());
+      top_.assign(candidates_.begin(), candidates_.end());
+      std::partial_sort(top_.begin(), top_.begin() + static_cast<std::ptrdiff_t>(k), top_.end(), lower);
+      top_.resize(k);
+    }
+  }
+  const bool constrained = grammar_ && !grammar_->awaitingTrigger();
+  if (constrained && grammarFirst_) {
+    if (!Constrain(&all, error)) return LLAMA_TOKEN_NULL;
+    return SelectFrom(&all, error);
+  }
   llama_sampler_apply(chain_, &all);
   if (all.selected < 0 || static_cast<size_t>(all.selected) >= all.size) {
     *error = {"ERR_INTERNAL", "the sampler chain selected no token"};
     return LLAMA_TOKEN_NULL;
   }
   llama_token id = all.data[all.selected].id;
-  if (grammar_ == nullptr) return id;
-
-  llama_token_data single{id, 1.0f, 0.0f};
-  llama_token_data_array one{&single, 1, -1, false};
-  llama_sampler_apply(grammar_, &one);
-  if (single.logit != -INFINITY) return id;
-
-  // Rejected: sample again from the candidates the grammar admits.
-  llama_token resampled = LLAMA_TOKEN_NULL;
-  if (ResampleFromTop(logits, &resampled, error)) return resampled;
-  if (!error->ok()) return LLAMA_TOKEN_NULL;
-
-  // llama.cpp's way: constrain every candidate, then run the chain again.
-  Fill(logits);
-  all = llama_token_data_array{candidates_.data(), candidates_.size(), -1, false};
-  llama_sampler_apply(grammar_, &all);
-  bool any = false;
-  for (size_t i = 0; i < all.size && !any; i++) any = all.data[i].logit != -INFINITY;
-  if (!any) {
-    *error = {"ERR_GRAMMAR_DEAD_END", "the grammar admits no token here (every candidate was rejected)"};
+  if (!constrained) return id;
+  grammar::Failure f;
+  bool admitted;
+  if (reference_) {
+    llama_token_data single{id, 1.0f, 0.0f};
+    llama_token_data_array one{&single, 1, -1, false};
+    admitted = grammar_->Apply(&one, true, &f) && single.logit != -INFINITY;
+  } else {
+    admitted = grammar_->Admits(id, &f);
+  }
+  if (!f.ok()) {
+    *error = ToNative(f);
     return LLAMA_TOKEN_NULL;
   }
+  if (admitted) return id;
+  // Rejected: constrain every candidate, then run the chain again (llama.cpp's resample).
+  Prepare(logits, &all);
+  if (!Constrain(&all, error)) return LLAMA_TOKEN_NULL;
   return SelectFrom(&all, error);
 }
 
@@ -97,51 +178,22 @@ llama_token Sampler::SelectFrom(llama_token_data_array* array, NativeError* erro
   return array->data[array->selected].id;
 }
 
-// Checking every vocabulary entry against the grammar (what llama.cpp does after a rejection)
-// costs milliseconds on a 150k vocabulary. The chain keeps only the top-k candidates by logit
-// (greedy: the top one), so when the grammar admits at least k of the N highest-logit candidates,
-// running grammar and chain on those N picks exactly what the full pass would: every admitted
-// candidate outside them ranks below k admitted ones inside. Needs a chain whose candidate set is
-// decided by rank first: not with repeat penalties (they reorder logits) or top-k disabled.
-bool Sampler::ResampleFromTop(const float* logits, llama_token* out, NativeError* error) {
-  if (!fastResample_ || penalties_ || (!greedy_ && topK_ <= 0)) return false;
-  const size_t need = greedy_ ? 1 : static_cast<size_t>(topK_);
-  auto byLogit = [](const llama_token_data& a, const llama_token_data& b) { return a.logit > b.logit; };
-  auto byId = [](const llama_token_data& a, const llama_token_data& b) { return a.id < b.id; };
-  // Widen the subset when too few of the top candidates are admitted, before giving up.
-  for (size_t n = std::max<size_t>(1024, need * 16); n < candidates_.size(); n *= 16) {
-    Fill(logits);
-    std::nth_element(candidates_.begin(), candidates_.begin() + static_cast<std::ptrdiff_t>(n), candidates_.end(), byLogit);
-    // A candidate tied with the lowest logit inside may sit outside the subset: rank is ambiguous.
-    float cut = candidates_[0].logit;
-    for (size_t i = 0; i < n; i++) cut = std::min(cut, candidates_[i].logit);
-    bool tie = false;
-    for (size_t i = n; i < candidates_.size() && !tie; i++) tie = candidates_[i].logit >= cut;
-    if (tie) return false;
-    // Keep llama.cpp's candidate order (by id) inside the subset so ties resolve as in a full pass.
-    std::sort(candidates_.begin(), candidates_.begin() + static_cast<std::ptrdiff_t>(n), byId);
-    top_.assign(candidates_.begin(), candidates_.begin() + static_cast<std::ptrdiff_t>(n));
-    llama_token_data_array sub{top_.data(), top_.size(), -1, false};
-    llama_sampler_apply(grammar_, &sub);
-    size_t admitted = 0;
-    for (size_t i = 0; i < sub.size; i++) admitted += sub.data[i].logit != -INFINITY ? 1 : 0;
-    if (admitted >= need) {
-      *out = SelectFrom(&sub, error);
-      return *out != LLAMA_TOKEN_NULL;
-    }
-  }
-  return false;
-}
-
 bool Sampler::Accept(llama_token token, NativeError* error) {
-  if (grammar_ != nullptr) {
+  if (grammar_) {
+    grammar::Failure f;
+    bool ok;
     try {
-      llama_sampler_accept(grammar_, token);
+      ok = grammar_->Accept(token, &f);
     } catch (const std::exception& e) {
-      *error = {"ERR_GRAMMAR_DEAD_END", std::string("the grammar cannot continue: ") + e.what()};
+      f = {"ERR_GRAMMAR_DEAD_END", std::string("the grammar cannot continue: ") + e.what()};
+      ok = false;
+    }
+    if (!ok) {
+      *error = ToNative(f);
       return false;
     }
   }
+  if (pre_ != nullptr) llama_sampler_accept(pre_, token);
   llama_sampler_accept(chain_, token);
   return true;
 }

@@ -1,6 +1,8 @@
 // The sampler chain (the same chain the benchmark's plain C++ loop uses) plus an optional grammar,
-// sampled rejection-first: run the chain, test only the chosen token against the grammar, and
-// apply the grammar to every candidate only when that token is rejected.
+// sampled as llama.cpp's common_sampler does: rejection-first (run the chain, test only the
+// chosen token against the grammar, constrain every candidate only when it is rejected), or
+// grammar-first (constrain every candidate before the chain: the exact constrained distribution).
+// The constraining pass is our mask engine (native/grammar/), or llama.cpp's own full pass.
 #pragma once
 
 #include <llama.h>
@@ -20,17 +22,27 @@ struct SamplingParams {
   float minP = 0.05f;
   uint32_t seed = LLAMA_DEFAULT_SEED;
   float repeatPenalty = 1.0f;
-  // After a grammar rejection, resample from the top candidates when that is provably the same
-  // choice (sampling.cpp); false: always llama.cpp's full pass.
+  float frequencyPenalty = 0.0f;  // OpenAI's, subtracted per occurrence in the last penaltyLastN tokens
+  float presencePenalty = 0.0f;   // OpenAI's, subtracted once for any occurrence there
+  int32_t penaltyLastN = 64;
+  std::vector<llama_logit_bias> logitBias;  // added to the logits first (-inf bans a token)
+  // Per token: the chosen token's log probability and the topLogprobs most likely tokens', from
+  // the candidates after logit bias and penalties (before truncation, temperature and grammar).
+  bool logprobs = false;
+  int32_t topLogprobs = 0;
+  // true: the mask engine constrains the candidates; false: llama.cpp's full pass (the reference).
   bool fastGrammarResample = true;
+  // Constrain before sampling instead of after a rejection (llama.cpp's grammar_first).
+  bool grammarFirst = false;
 };
 
 class Sampler {
  public:
-  // Builds the chain (and the grammar sampler when `grammar` is non-null). On a bad grammar
-  // returns nullptr with *error set.
-  static std::unique_ptr<Sampler> Create(const llama_vocab* vocab, const SamplingParams& params,
-                                         const GrammarParams* grammar, NativeError* error);
+  // Builds the chain (and the grammar when `grammar` is non-null). On a bad grammar returns
+  // nullptr with *error set. `vocabIndex` shares the grammar's vocabulary index between the
+  // samplers of one model (nullptr: a private one).
+  static std::unique_ptr<Sampler> Create(const llama_vocab* vocab, const SamplingParams& params, const GrammarParams* grammar,
+                                         NativeError* error, grammar::VocabIndexHolder* vocabIndex = nullptr);
   ~Sampler();
 
   // Samples from the logits of the token at position `index` of the last batch `ctx` decoded
@@ -38,25 +50,41 @@ class Sampler {
   // LLAMA_TOKEN_NULL with *error set when the grammar admits no candidate (ERR_GRAMMAR_DEAD_END).
   llama_token Sample(llama_context* ctx, int32_t index, NativeError* error);
   llama_token Sample(llama_context* ctx, NativeError* error) { return Sample(ctx, -1, error); }
+  // The same from one row of logits (n_vocab floats).
+  llama_token Sample(const float* logits, NativeError* error);
   // Advances grammar and chain state. False with *error set when the grammar cannot take it.
   bool Accept(llama_token token, NativeError* error);
+
+  const grammar::GrammarState* grammarState() const { return grammar_.get(); }
+  // After Sample, with logprobs on: (token, log probability) pairs, the chosen token first, then
+  // the top alternatives in order. Empty otherwise.
+  const std::vector<int32_t>& extraIds() const { return extraIds_; }
+  const std::vector<float>& extraValues() const { return extraValues_; }
 
  private:
   Sampler() = default;
   void Fill(const float* logits);
   llama_token SelectFrom(llama_token_data_array* array, NativeError* error);
-  // The resample after a rejection, exact but cheaper: see sampling.cpp.
-  bool ResampleFromTop(const float* logits, llama_token* out, NativeError* error);
+  bool Constrain(llama_token_data_array* array, NativeError* error);
 
-  llama_sampler* chain_ = nullptr;
-  llama_sampler* grammar_ = nullptr;
+  llama_token SampleInner(const float* logits, NativeError* error);
+  void Prepare(const float* logits, llama_token_data_array* all);
+  void NoteLogprobs(llama_token chosen);
+
+  llama_sampler* pre_ = nullptr;    // logit bias, penalties (nullptr: none)
+  llama_sampler* chain_ = nullptr;  // selection
+  bool logprobs_ = false;
+  int32_t topLogprobs_ = 0;
+  float logSum_ = 0;                      // log of the softmax denominator
+  std::vector<float> adjusted_;           // logits after pre_, by id (logprobs only)
+  std::vector<llama_token_data> top_;     // the top candidates (logprobs only)
+  std::vector<int32_t> extraIds_;
+  std::vector<float> extraValues_;
+  std::unique_ptr<grammar::GrammarState> grammar_;
   int32_t nVocab_ = 0;
-  bool greedy_ = false;
-  bool penalties_ = false;
-  bool fastResample_ = true;
-  int32_t topK_ = 0;
+  bool reference_ = false;
+  bool grammarFirst_ = false;
   std::vector<llama_token_data> candidates_;  // reused every token: no per-token allocation
-  std::vector<llama_token_data> top_;
 };
 
 }  // namespace lp

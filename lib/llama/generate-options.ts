@@ -40,8 +40,25 @@ export interface GenerateOptions {
   minP?: number;
   /** uint32. Default: the context's seed (random unless set). */
   seed?: number;
-  /** Penalty for the last 64 tokens; 1 (default) disables it. */
+  /** Penalty for the last `penaltyLastN` tokens; 1 (default) disables it. */
   repeatPenalty?: number;
+  /** OpenAI's: subtracted from a token's logit once per time it occurs in the last `penaltyLastN` tokens. -2..2, default 0. */
+  frequencyPenalty?: number;
+  /** OpenAI's: subtracted from a token's logit when it occurs in the last `penaltyLastN` tokens. -2..2, default 0. */
+  presencePenalty?: number;
+  /** How many recent tokens the three penalties look at. Default 64 (llama.cpp's). */
+  penaltyLastN?: number;
+  /** Added to tokens' logits before anything else: token id -> bias (-Infinity bans the token). */
+  logitBias?: Record<number, number> | Map<number, number>;
+  /**
+   * Report each token's log probability: `GeneratedToken.extra` holds (token id, log probability)
+   * pairs, the chosen token first, then the `topLogprobs` most likely tokens. Taken from the
+   * sampler's candidates after logit bias and penalties, before top-k/top-p/min-p, temperature and
+   * the grammar (llama-server's default `n_probs` reports the raw logits' softmax the same way).
+   */
+  logprobs?: boolean;
+  /** With `logprobs`: how many alternatives per token, 0-20. Default 0. */
+  topLogprobs?: number;
   /** Token ids that end the generation (stopReason "stop"); not emitted. EOG tokens always stop. */
   stopTokens?: number[];
   /** Aborts the generation (stopReason "abort"). */
@@ -52,12 +69,17 @@ export interface GenerateOptions {
   /** Render every control token's text in pieces. Default false. */
   special?: boolean;
   /**
-   * After the grammar rejects the sampled token, llama.cpp checks the whole vocabulary against the
-   * grammar and samples again ("reference"). "fast" (default) first tries only the highest-logit
-   * candidates, and uses them when that provably picks the same token (no repeat penalty, top-k on
-   * or greedy, enough admitted candidates among them); otherwise it does the full pass.
+   * How the grammar constrains the candidates (after a rejection, or first with `grammarFirst`):
+   * "fast" (default) with the mask engine (docs/grammar-engine.md), "reference" with llama.cpp's
+   * own pass over the whole vocabulary. Both admit exactly the same tokens.
    */
   grammarResample?: "fast" | "reference";
+  /**
+   * Constrain every candidate before sampling (llama.cpp's `grammar_first`): samples from the
+   * exact constrained distribution at temperature > 0. Default false: sample first, and constrain
+   * only when the grammar rejects the sampled token (llama.cpp's default, cheaper).
+   */
+  grammarFirst?: boolean;
   /**
    * When the sequence is full: false stops with stopReason "context_full"; true (or `{keep}`)
    * drops the older half of its tokens after the first `keep` and goes on, as llama-server's
@@ -82,12 +104,19 @@ const generateKeys = [
   "minP",
   "seed",
   "repeatPenalty",
+  "frequencyPenalty",
+  "presencePenalty",
+  "penaltyLastN",
+  "logitBias",
+  "logprobs",
+  "topLogprobs",
   "stopTokens",
   "signal",
   "grammar",
   "preservedTokens",
   "special",
   "grammarResample",
+  "grammarFirst",
   "contextShift",
 ] as const;
 
@@ -142,11 +171,18 @@ export function resolveGenerateOptions(
     minP: num(o.minP, "minP", 0.05, 0, 1),
     seed: int(o.seed, "seed", -1, 0, 0xffffffff),
     repeatPenalty: num(o.repeatPenalty, "repeatPenalty", 1, Number.MIN_VALUE, 100),
+    frequencyPenalty: num(o.frequencyPenalty, "frequencyPenalty", 0, -2, 2),
+    presencePenalty: num(o.presencePenalty, "presencePenalty", 0, -2, 2),
+    penaltyLastN: int(o.penaltyLastN, "penaltyLastN", 64, 0, 1 << 20),
+    ...resolveLogitBias(o.logitBias, model.vocabSize),
+    logprobs: bool(o.logprobs, "logprobs", false),
+    topLogprobs: resolveTopLogprobs(o),
     stopTokens: tokenList(o.stopTokens, "stopTokens", model.vocabSize),
     preservedTokens: Int32Array.from(preserved),
     special: bool(o.special, "special", false),
     grammar,
     grammarResample: oneOf(o.grammarResample, "grammarResample", ["fast", "reference"] as const, "fast"),
+    grammarFirst: bool(o.grammarFirst, "grammarFirst", false),
     ...resolveContextShift(model, o.contextShift === undefined ? defaults.contextShift : o.contextShift, "contextShift"),
     // Hand-off tuning: a batch every 16 tokens or 5 ms; at most 256 tokens ahead of the reader.
     flushTokens: 16,
@@ -154,6 +190,32 @@ export function resolveGenerateOptions(
     windowTokens: 256,
   };
   return { native, signal: signal as AbortSignal | undefined };
+}
+
+function resolveLogitBias(value: unknown, vocabSize: number): { logitBiasTokens: Int32Array; logitBiasValues: Float32Array } {
+  if (value === undefined) return { logitBiasTokens: new Int32Array(0), logitBiasValues: new Float32Array(0) };
+  let entries: Array<[unknown, unknown]>;
+  if (value instanceof Map) entries = [...value.entries()];
+  else if (value !== null && typeof value === "object" && !Array.isArray(value)) entries = Object.entries(value);
+  else throw new TypeError("logitBias must be an object or a Map of token id -> bias");
+  const tokens = new Int32Array(entries.length);
+  const values = new Float32Array(entries.length);
+  entries.forEach(([k, v], i) => {
+    const id = typeof k === "number" ? k : typeof k === "string" && /^\d+$/.test(k) ? Number(k) : NaN;
+    if (!Number.isInteger(id) || id < 0 || id >= vocabSize) {
+      throw new RangeError(`logitBias key ${JSON.stringify(k)} is not a token id of this vocabulary (0..${vocabSize - 1})`);
+    }
+    if (typeof v !== "number" || Number.isNaN(v) || v === Infinity) throw new RangeError(`logitBias[${id}] must be a finite number or -Infinity`);
+    tokens[i] = id;
+    values[i] = v;
+  });
+  return { logitBiasTokens: tokens, logitBiasValues: values };
+}
+
+function resolveTopLogprobs(o: Record<string, unknown>): number {
+  const n = int(o.topLogprobs, "topLogprobs", 0, 0, 20);
+  if (n > 0 && o.logprobs !== true) throw new TypeError("topLogprobs needs logprobs: true");
+  return n;
 }
 
 function resolveGrammar(model: Model, value: unknown, preserved: Set<number>): NativeGrammar {

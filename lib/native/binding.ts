@@ -83,11 +83,19 @@ export interface NativeGenerateOptions {
   minP: number;
   seed: number; // -1: the context's seed
   repeatPenalty: number;
+  frequencyPenalty: number;
+  presencePenalty: number;
+  penaltyLastN: number;
+  logitBiasTokens: Int32Array;
+  logitBiasValues: Float32Array;
+  logprobs: boolean;
+  topLogprobs: number;
   stopTokens: Int32Array;
   preservedTokens: Int32Array;
   special: boolean;
   grammar: NativeGrammar | null;
   grammarResample: "fast" | "reference";
+  grammarFirst: boolean;
   /** A full sequence drops old tokens (keeping the first `contextShiftKeep`) instead of stopping. */
   contextShift: boolean;
   contextShiftKeep: number;

@@ -1,0 +1,103 @@
+// One grammar being followed by one sequence: llama.cpp's parsed rules, the current stacks in our
+// interned form, the mask engine, and the lazy-trigger state. Does what llama.cpp's grammar
+// sampler does (llama_grammar_apply_impl / llama_grammar_accept_impl, lazy patterns and tokens
+// included), without its full-vocabulary pass, its std::regex, or its unbounded recursion.
+#pragma once
+
+#include <llama.h>
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "failure.h"
+#include "mask.h"
+#include "positions.h"
+#include "stacks.h"
+#include "token-bits.h"
+#include "spec.h"
+#include "triggers.h"
+#include "vocab-index.h"
+
+namespace lp::grammar {
+
+struct GrammarStats {
+  uint64_t fullMasks = 0;       // masks computed by the engine
+  uint64_t referenceMasks = 0;  // llama.cpp's full pass (reference mode or fallback)
+  uint64_t resets = 0;          // engine memory resets
+  double maskMs = 0;
+};
+
+class GrammarState {
+ public:
+  // Parses and checks the grammar (ERR_GRAMMAR_INVALID on failure). `holder` shares the vocabulary
+  // index across samplers of one model; nullptr builds a private one. The index is built at the
+  // first mask, off the caller's thread when that is the generation thread.
+  static std::unique_ptr<GrammarState> Create(const llama_vocab* vocab, VocabIndexHolder* holder, const GrammarSpec& spec,
+                                              Failure* error);
+  ~GrammarState();
+  GrammarState(const GrammarState&) = delete;
+  GrammarState& operator=(const GrammarState&) = delete;
+
+  // A lazy grammar that has not seen its trigger yet constrains nothing.
+  bool awaitingTrigger() const { return awaiting_; }
+
+  // Is `token` admitted now (llama_grammar_apply_impl on that one candidate)?
+  bool Admits(llama_token token, Failure* error);
+  // Sets every candidate the grammar rejects to -inf, as llama_grammar_apply_impl does.
+  // `reference`: llama.cpp's own pass instead of the engine.
+  bool Apply(llama_token_data_array* cur, bool reference, Failure* error);
+  // The admitted set over the whole vocabulary.
+  bool Mask(TokenBits* out, bool reference, Failure* error);
+  // llama_grammar_accept_impl: trigger detection while lazy, then the grammar.
+  bool Accept(llama_token token, Failure* error);
+
+  const GrammarStats& stats() const { return stats_; }
+  const MaskStats* maskStats() const { return mask_ ? &mask_->stats() : nullptr; }
+  // Builds the position cache for every grammar position now (maxStates == 0), or for every state
+  // reachable within `maxStates` sets from the current one (eager warm-up; benchmarks, callers
+  // that want a flat first mask).
+  bool Warm(size_t maxStates, Failure* error);
+  // Test hooks: the stacks as llama.cpp vectors, and the llama.cpp grammar with them written back.
+  std::vector<llama_grammar_stack> Stacks();
+  llama_grammar* SyncedLlamaGrammar();
+  std::pair<uint32_t, int> partial() const { return {partialValue_, partialRemain_}; }
+
+ private:
+  GrammarState() = default;
+  bool EnsureIndex(Failure* error);
+  bool AcceptToken(llama_token token, const std::string& piece, Failure* error);
+  bool AdmitsByLlama(const llama_token* ids, size_t n, std::vector<uint8_t>* verdict);
+  bool ReferenceMask(TokenBits* out);
+  void SyncLlama();
+  void MaybeReset();
+  bool EngineError(Failure* error);
+
+  const llama_vocab* vocab_ = nullptr;
+  VocabIndexHolder* holder_ = nullptr;
+  std::unique_ptr<VocabIndexHolder> ownHolder_;
+  std::shared_ptr<const VocabIndex> index_;
+  llama_grammar* grammar_ = nullptr;  // rules; its stacks are written back only for llama.cpp's passes
+  size_t rootRule_ = 0;
+  bool llamaStale_ = true;
+  bool hasTokenElements_ = false;
+  std::unique_ptr<StackEngine> engine_;
+  std::unique_ptr<PositionClasses> classes_;
+  std::unique_ptr<MaskEngine> mask_;
+  SetId set_ = StackEngine::kDead;
+  uint32_t partialValue_ = 0;
+  int partialRemain_ = 0;
+
+  bool awaiting_ = false;
+  std::vector<llama_token> triggerTokens_;
+  std::unique_ptr<TriggerMatcher> triggers_;
+  std::vector<std::pair<llama_token, std::pair<size_t, size_t>>> positions_;
+
+  std::vector<llama_token> byId_;
+  std::vector<llama_token_data> scratch_;
+  TokenBits applyBits_;
+  GrammarStats stats_;
+};
+
+}  // namespace lp::grammar

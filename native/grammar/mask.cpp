@@ -1,0 +1,353 @@
+#include "mask.h"
+
+#include <algorithm>
+#include <set>
+#include <chrono>
+#include <functional>
+#include <cstdio>
+#include <cstdlib>
+
+namespace lp::grammar {
+
+size_t MaskEngine::KeyHash::operator()(const Key& k) const {
+  uint64_t h = static_cast<uint64_t>(k.n);
+  for (int i = 0; i < k.n; i++) h = Mix64(h ^ k.classes[i]);
+  return static_cast<size_t>(h);
+}
+
+MaskEngine::MaskEngine(std::shared_ptr<const VocabIndex> vocab, StackEngine* engine, const PositionClasses* positions)
+    : vocab_(std::move(vocab)), engine_(engine), positions_(positions) {
+  frames_.resize(static_cast<size_t>(vocab_->maxDepth) + 2);
+  scratch_.Resize(vocab_->nVocab);
+}
+
+void MaskEngine::OnEngineReset(StackEngine* engine) { engine_ = engine; }
+
+void MaskEngine::NoteTokenTops(SetId set, TokenTops* tops) {
+  for (const StackId* s = engine_->SetBegin(set); s != engine_->SetEnd(set); s++) {
+    if (*s == StackEngine::kEmpty || *s == StackEngine::kBottom) continue;
+    const Elem* top = engine_->Top(*s);
+    if (top->type == LLAMA_GRETYPE_TOKEN) tops->ids.push_back(static_cast<llama_token>(top->value));
+    if (top->type == LLAMA_GRETYPE_TOKEN_NOT) tops->tokenNot = true;
+  }
+}
+
+bool MaskEngine::Walk(uint32_t root, SetId set, Utf8Walk utf8, TokenBits* out, std::vector<uint32_t>* bottoms,
+                      TokenTops* tops, uint64_t* visited) {
+  const VocabIndex& v = *vocab_;
+  const uint8_t* byte = v.byte.data();
+  const uint16_t* depth = v.depth.data();
+  const uint32_t* next = v.next.data();
+  const uint32_t* tokenStart = v.tokenStart.data();
+  const llama_token* tokens = v.tokens.data();
+  uint64_t* words = out->words().data();
+  const uint32_t end = next[root];
+  const uint32_t base = depth[root];
+  WalkFrame* frames = frames_.data();
+  frames[0] = WalkFrame{set, utf8};
+  if (utf8.remain == 0 && engine_->HasTokenTop(set)) NoteTokenTops(set, tops);
+  // A context that itself reaches the bottom (deriving a deeper entry) continues at the root too.
+  if (utf8.remain == 0 && bottoms != nullptr && engine_->HasBottom(set) && end > root + 1) bottoms->push_back(root);
+  StackEngine::View view = engine_->view();
+  auto mark = [&](uint32_t i) {
+    for (uint32_t t = tokenStart[i]; t < tokenStart[i + 1]; t++) words[static_cast<uint32_t>(tokens[t]) >> 6] |= 1ULL << (tokens[t] & 63);
+  };
+  uint64_t count = 0;
+  for (uint32_t i = root + 1; i < end;) {
+    count++;
+    const uint32_t d = depth[i] - base;
+    WalkFrame f = frames[d - 1];
+    const uint8_t b = byte[i];
+    bool complete;
+    if (f.utf8.remain == 0 && b < 0x80) {
+      f.utf8.value = b;  // the common case: an ASCII character at a boundary
+      complete = true;
+    } else {
+      ByteStep step = StepByte(&f.utf8, b);
+      if (step == ByteStep::kInvalid) {
+        i = next[i];
+        continue;
+      }
+      complete = step == ByteStep::kComplete;
+    }
+    if (complete) {
+      const uint32_t cls = f.utf8.value < 128 ? view.asciiClass[f.utf8.value] : engine_->ClassOfCodePoint(f.utf8.value);
+      const StackEngine::SetInfo& from = view.sets[f.set];
+      const int32_t known = (cls < view.rowWidth && from.row != 0) ? view.rows[from.row - 1 + cls] : -1;
+      if (known >= 0) {
+        f.set = static_cast<SetId>(known);
+      } else {
+        f.set = engine_->Next(f.set, f.utf8.value);
+        view = engine_->view();
+      }
+      if (f.set == StackEngine::kDead) {
+        if (engine_->failed()) return false;
+        i = next[i];
+        continue;
+      }
+      const uint8_t flags = view.sets[f.set].flags;
+      mark(i);
+      if (flags & (StackEngine::kFlagBottom | StackEngine::kFlagToken)) {
+        if ((flags & StackEngine::kFlagBottom) && bottoms != nullptr && next[i] > i + 1) bottoms->push_back(i);
+        if (flags & StackEngine::kFlagToken) NoteTokenTops(f.set, tops);
+      }
+      if (!(flags & StackEngine::kFlagCanStep)) {
+        i = next[i];
+        continue;
+      }
+    } else {
+      // Inside a character: drop the subtree when no range of the set reaches that far (then
+      // llama.cpp's partial check rejects the tokens ending here too).
+      if (!engine_->MayComplete(f.set, f.utf8.value, f.utf8.remain)) {
+        i = next[i];
+        continue;
+      }
+      if (tokenStart[i] != tokenStart[i + 1]) {
+        if (engine_->AcceptsPartial(f.set, f.utf8.value, f.utf8.remain)) mark(i);
+        view = engine_->view();
+      }
+    }
+    frames[d] = f;
+    i++;
+  }
+  *visited += count;
+  return true;
+}
+
+MaskEngine::Entry* MaskEngine::Build(const Key& key) {
+  auto t0 = std::chrono::steady_clock::now();
+  auto entry = std::make_unique<Entry>();
+  StackId local = StackEngine::kBottom;
+  for (int i = key.n - 1; i >= 0; i--) local = engine_->Push(key.frames[i], local);
+  std::vector<StackId> start{local};
+  SetId set = engine_->InternSet(&start);
+  if (set == StackEngine::kDead) return nullptr;
+  scratch_.Clear();
+  TokenTops tops;
+  uint64_t visited = 0;
+  if (!Walk(0, set, Utf8Walk{}, &scratch_, &entry->continuations, &tops, &visited)) return nullptr;
+  return Store(key, std::move(entry), tops, visited, t0);
+}
+
+MaskEngine::Entry* MaskEngine::Derive(const Entry& parent, const Key& key) {
+  auto t0 = std::chrono::steady_clock::now();
+  auto entry = std::make_unique<Entry>();
+  scratch_.Clear();
+  if (!parent.bits.empty()) {
+    scratch_.Or(parent.bits);
+  } else {
+    for (llama_token t : parent.accepted) scratch_.Set(t);
+  }
+  TokenTops tops;
+  tops.ids = parent.byId;
+  tops.tokenNot = parent.tokenNot;
+  uint64_t visited = 0;
+  const std::vector<StackId>* adv = engine_->Advance(engine_->Push(key.frames[key.n - 1], StackEngine::kBottom));
+  if (adv == nullptr) return nullptr;
+  std::vector<StackId> context(*adv);
+  SetId set = engine_->InternSet(&context);
+  if (engine_->failed()) return nullptr;
+  if (set != StackEngine::kDead) {
+    for (uint32_t node : parent.continuations) {
+      if (!Walk(node, set, Utf8Walk{}, &scratch_, &entry->continuations, &tops, &visited)) return nullptr;
+    }
+  }
+  return Store(key, std::move(entry), tops, visited, t0);
+}
+
+MaskEngine::Entry* MaskEngine::Store(const Key& key, std::unique_ptr<Entry> entry, const TokenTops& topsIn, uint64_t visited,
+                                     std::chrono::steady_clock::time_point t0) {
+  int32_t count = scratch_.Count();
+  if (static_cast<int64_t>(count) * 32 > vocab_->nVocab) {
+    entry->bits = scratch_.words();
+  } else {
+    entry->accepted.reserve(static_cast<size_t>(count));
+    const auto& words = scratch_.words();
+    for (size_t w = 0; w < words.size(); w++) {
+      for (uint64_t bits = words[w]; bits != 0; bits &= bits - 1) {
+        entry->accepted.push_back(static_cast<llama_token>(w * 64 + static_cast<size_t>(__builtin_ctzll(bits))));
+      }
+    }
+  }
+  std::vector<llama_token> ids = topsIn.ids;
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  entry->byId = std::move(ids);
+  entry->tokenNot = topsIn.tokenNot;
+  std::sort(entry->continuations.begin(), entry->continuations.end());
+  entry->continuations.erase(std::unique(entry->continuations.begin(), entry->continuations.end()), entry->continuations.end());
+  entry->deeper = entry->continuations.size() > kDeepenAt && key.n < kMaxKeyFrames;
+  entryBytes_ += sizeof(Entry) + entry->accepted.capacity() * sizeof(llama_token) + entry->bits.capacity() * 8 +
+                 entry->continuations.capacity() * 4 + entry->byId.capacity() * 4 + sizeof(Key) + 32;
+  stats_.entries++;
+  stats_.entryNodes += visited;
+
+
+  stats_.entryMs += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  Entry* raw = entry.get();
+  entries_.emplace(key, std::move(entry));
+  return raw;
+}
+
+const MaskEngine::Entry* MaskEngine::EntryFor(StackId s, StackId* below) {
+  const uint32_t depth = engine_->Depth(s);
+  Key key;
+  key.n = static_cast<int>(std::min<uint32_t>(depth, kFirstKeyFrames));
+  StackId at = s;
+  for (int i = 0; i < key.n; i++) {
+    key.frames[i] = engine_->Top(at);
+    key.classes[i] = positions_->Of(key.frames[i]);
+    at = engine_->Parent(at);
+  }
+  auto it = entries_.find(key);
+  const Entry* e = it != entries_.end() ? it->second.get() : Build(key);
+  if (e == nullptr) return nullptr;
+  // A position that keeps reaching its context is looked up with one more frame of it.
+  while (e->deeper && at != StackEngine::kEmpty && key.n < kMaxKeyFrames) {
+    key.frames[key.n] = engine_->Top(at);
+    key.classes[key.n] = positions_->Of(key.frames[key.n]);
+    key.n++;
+    at = engine_->Parent(at);
+    it = entries_.find(key);
+    const Entry* parent = e;
+    e = it != entries_.end() ? it->second.get() : Derive(*parent, key);
+    if (e == nullptr) return nullptr;
+  }
+  *below = at;
+  return e;
+}
+
+MaskEngine::Result MaskEngine::Compute(SetId set, Utf8Walk carried, TokenBits* out, std::vector<llama_token>* byId) {
+  stats_.masks++;
+  out->Clear();
+  if (set == StackEngine::kDead) return Result::kOk;
+  TokenTops tops;
+  uint64_t visited = 0;
+  if (carried.remain > 0) {
+    // Inside a character: only tokens that go on with continuation bytes can pass, a few
+    // subtrees of the root; the cache (which starts at a character boundary) does not apply.
+    if (carried.value == 0) return Result::kFallback;
+    carried.validate = true;
+    if (!Walk(0, set, carried, out, nullptr, &tops, &visited)) return Result::kError;
+  } else {
+    std::vector<StackId> stacks(engine_->SetBegin(set), engine_->SetEnd(set));
+    for (StackId s : stacks) {
+      if (s == StackEngine::kEmpty) continue;
+      const Elem* top = engine_->Top(s);
+      if (top->type == LLAMA_GRETYPE_TOKEN) {
+        tops.ids.push_back(static_cast<llama_token>(top->value));
+        continue;
+      }
+      if (top->type == LLAMA_GRETYPE_TOKEN_NOT) return Result::kFallback;
+      StackId below = StackEngine::kEmpty;
+      const Entry* e = EntryFor(s, &below);
+      if (e == nullptr) return Result::kError;
+      if (e->tokenNot) return Result::kFallback;
+      if (!e->bits.empty()) {
+        out->Or(e->bits);
+      } else {
+        for (llama_token t : e->accepted) out->Set(t);
+      }
+      tops.ids.insert(tops.ids.end(), e->byId.begin(), e->byId.end());
+      if (below == StackEngine::kEmpty || e->continuations.empty()) continue;
+      const std::vector<StackId>* adv = engine_->Advance(below);
+      if (adv == nullptr) return Result::kError;
+      std::vector<StackId> context(*adv);
+      SetId contextSet = engine_->InternSet(&context);
+      if (engine_->failed()) return Result::kError;
+      if (contextSet == StackEngine::kDead) continue;
+      for (uint32_t node : e->continuations) {
+        stats_.continuations++;
+        if (!Walk(node, contextSet, Utf8Walk{}, out, nullptr, &tops, &visited)) return Result::kError;
+      }
+    }
+  }
+  if (tops.tokenNot) return Result::kFallback;
+  byId->insert(byId->end(), tops.ids.begin(), tops.ids.end());
+  stats_.runtimeNodes += visited;
+  return Result::kOk;
+}
+
+MaskEngine::Result MaskEngine::Warm(SetId set) {
+  std::vector<StackId> stacks(engine_->SetBegin(set), engine_->SetEnd(set));
+  for (StackId s : stacks) {
+    if (s == StackEngine::kEmpty || IsTokenTop(engine_->Top(s))) continue;
+    StackId below;
+    if (EntryFor(s, &below) == nullptr) return Result::kError;
+  }
+  return Result::kOk;
+}
+
+}  // namespace lp::grammar
+
+namespace lp::grammar {
+
+MaskEngine::Result MaskEngine::WarmAll(const llama_grammar_rules& rules, const Elem* root) {
+  // below[r]: the frames that can lie directly under a frame of rule r (nullptr: the empty stack),
+  // from every reference to r: the element after it, or (when it ends its sequence) whatever lies
+  // under the referencing rule.
+  const size_t n = rules.size();
+  std::vector<std::set<const Elem*>> below(n);
+  for (size_t r = 0; r < n; r++) {
+    if (!rules[r].empty() && rules[r].data() == root) below[r].insert(nullptr);
+  }
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t s = 0; s < n; s++) {
+      for (const Elem& e : rules[s]) {
+        if (e.type != LLAMA_GRETYPE_RULE_REF || e.value >= n) continue;
+        auto& into = below[e.value];
+        size_t size = into.size();
+        if (!IsEndOfSequence(&e + 1)) {
+          into.insert(&e + 1);
+        } else {
+          into.insert(below[s].begin(), below[s].end());
+        }
+        changed |= into.size() != size;
+      }
+    }
+  }
+  auto ruleOf = [&](const Elem* p) -> size_t {
+    for (size_t r = 0; r < n; r++) {
+      if (!rules[r].empty() && p >= rules[r].data() && p < rules[r].data() + rules[r].size()) return r;
+    }
+    return n;
+  };
+  std::vector<size_t> ruleOfFrame;
+  // Depth-first over chains top, below, below that...: a chain is extended only while its
+  // entry asks for a deeper key.
+  std::vector<const Elem*> chain;
+  std::function<Result(size_t)> extend = [&](size_t rule) -> Result {
+    StackId s = StackEngine::kEmpty;
+    for (size_t i = chain.size(); i > 0; i--) s = engine_->Push(chain[i - 1], s);
+    StackId at;
+    const Entry* e = EntryFor(s, &at);
+    if (e == nullptr) return Result::kError;
+    if (!e->deeper || chain.size() >= static_cast<size_t>(kMaxKeyFrames) || rule >= n) return Result::kOk;
+    for (const Elem* b : below[rule]) {
+      if (b == nullptr) continue;
+      chain.push_back(b);
+      Result r = extend(ruleOf(b));
+      chain.pop_back();
+      if (r != Result::kOk) return r;
+    }
+    return Result::kOk;
+  };
+  for (size_t r = 0; r < n; r++) {
+    const auto& rule = rules[r];
+    for (size_t i = 0; i < rule.size(); i++) {
+      const Elem* e = &rule[i];
+      // every CHAR / CHAR_NOT / CHAR_ANY starts a range (the rest of one is CHAR_ALT, RNG_UPPER)
+      if (!IsCharTop(e)) continue;
+      for (const Elem* b : below[r]) {
+        chain.assign(1, e);
+        if (b != nullptr) chain.push_back(b);
+        Result res = extend(b == nullptr ? n : ruleOf(b));
+        if (res != Result::kOk) return res;
+      }
+    }
+  }
+  return Result::kOk;
+}
+
+}  // namespace lp::grammar

@@ -1,0 +1,118 @@
+// The mask engine: which tokens the grammar admits in a state, by walking the vocabulary trie
+// with the state's stack set (a subtree is dropped at its first rejected byte), and with a cache
+// per grammar position (the top frames of a stack) of what that position decides by itself,
+// whatever lies below it (XGrammar's context-independent tokens). At run time only the rest, the
+// subtrees where a token outlives the cached frames and continues into the context, is walked.
+//
+// Tokens llama.cpp decides by something other than their text stay with the caller: end of
+// generation, the vocabulary's "slow" tokens, and the ids of TOKEN elements met on the way
+// (llama.cpp checks those by id, in a way a text walk cannot see).
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "positions.h"
+#include "stacks.h"
+#include "token-bits.h"
+#include "vocab-index.h"
+
+namespace lp::grammar {
+
+struct MaskStats {
+  uint64_t masks = 0;
+  uint64_t entries = 0;         // cache entries built
+  uint64_t entryNodes = 0;      // trie nodes visited building them
+  uint64_t runtimeNodes = 0;    // trie nodes visited at run time (continuations, partial starts)
+  uint64_t continuations = 0;   // subtree walks into a context
+  double entryMs = 0;           // time spent building entries
+};
+
+class MaskEngine {
+ public:
+  enum class Result { kOk, kFallback, kError };
+
+  MaskEngine(std::shared_ptr<const VocabIndex> vocab, StackEngine* engine, const PositionClasses* positions);
+
+  // Admitted trie tokens of the state (stack set + the partial character carried from the last
+  // token) into *out (cleared first). TOKEN ids met are appended to *byId. kFallback: the state
+  // needs llama.cpp's own full pass (a TOKEN_NOT element, or a carried partial that decodes to 0).
+  Result Compute(SetId set, Utf8Walk carried, TokenBits* out, std::vector<llama_token>* byId);
+
+  // Builds the cache entries of every stack in `set` now. kError on a limit.
+  Result Warm(SetId set);
+  // Builds the entry of every grammar position: each terminal with each frame that can lie below
+  // its rule (deeper where an entry asks for it), XGrammar's precomputation. kError on a limit.
+  Result WarmAll(const llama_grammar_rules& rules, const Elem* root);
+
+  // The engine was reset (ids changed): forget id-keyed lookups, keep the entries.
+  void OnEngineReset(StackEngine* engine);
+
+  const MaskStats& stats() const { return stats_; }
+  size_t entryCount() const { return entries_.size(); }
+  size_t MemoryBytes() const { return entryBytes_; }
+
+  // Frames in a cache key, first try, and the most a key grows to when a position keeps
+  // reaching its context (each deeper key is tried when the shallower one had too many
+  // continuations).
+  static constexpr int kFirstKeyFrames = 2;
+  static constexpr int kMaxKeyFrames = 6;
+  static constexpr size_t kDeepenAt = 256;
+
+ private:
+  struct Entry {
+    std::vector<llama_token> accepted;  // sorted; or:
+    std::vector<uint64_t> bits;         // when many are accepted
+    std::vector<uint32_t> continuations;
+    std::vector<llama_token> byId;
+    bool tokenNot = false;
+    bool deeper = false;  // too many continuations: look up the key one frame deeper
+  };
+  // The top frames of a stack, compared by position class (positions.h); `frames` are the
+  // elements of the first stack seen with this key, the ones an entry is built from.
+  struct Key {
+    std::array<uint32_t, kMaxKeyFrames> classes{};
+    std::array<const Elem*, kMaxKeyFrames> frames{};
+    int n = 0;
+    bool operator==(const Key& o) const { return n == o.n && classes == o.classes; }
+  };
+  struct KeyHash {
+    size_t operator()(const Key& k) const;
+  };
+  struct TokenTops {
+    std::vector<llama_token> ids;
+    bool tokenNot = false;
+  };
+
+  const Entry* EntryFor(StackId s, StackId* below);
+  // The entry of `key` by a walk of the whole trie (the key's first, shallowest length).
+  Entry* Build(const Key& key);
+  // The entry of `key` (one frame more than `parent`'s key) from the parent's: its tokens, plus
+  // what its continuations admit when the next frame down is the context.
+  Entry* Derive(const Entry& parent, const Key& key);
+  Entry* Store(const Key& key, std::unique_ptr<Entry> entry, const TokenTops& tops, uint64_t visited,
+               std::chrono::steady_clock::time_point t0);
+  // Walks the subtree under `root` from state (set, utf8): marks admitted tokens (in `out`, or
+  // collected into `list`), reports bottom nodes into `bottoms` and TOKEN tops into `tops`.
+  bool Walk(uint32_t root, SetId set, Utf8Walk utf8, TokenBits* out, std::vector<uint32_t>* bottoms, TokenTops* tops,
+            uint64_t* visited);
+  void NoteTokenTops(SetId set, TokenTops* tops);
+
+  std::shared_ptr<const VocabIndex> vocab_;
+  StackEngine* engine_;
+  const PositionClasses* positions_;
+  std::unordered_map<Key, std::unique_ptr<Entry>, KeyHash> entries_;
+  size_t entryBytes_ = 0;
+  struct WalkFrame {
+    SetId set;
+    Utf8Walk utf8;
+  };
+  std::vector<WalkFrame> frames_;
+  TokenBits scratch_;
+  MaskStats stats_;
+};
+
+}  // namespace lp::grammar
