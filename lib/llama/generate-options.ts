@@ -1,6 +1,6 @@
 /** Validation and defaults of `context.generate()` options, and grammar trigger resolution. */
 import { checkGbnf } from "../gbnf/check.js";
-import { LlamapegError, ArgumentTypeError } from "../errors.js";
+import { LlamapegError, ArgumentRangeError, ArgumentTypeError } from "../errors.js";
 import type { NativeGenerateOptions, NativeGrammar } from "../native/binding.js";
 import type { Model } from "./model.js";
 import { bool, checkKeys, int, num, oneOf, optionalObject, str, stringList, tokenList } from "./validate.js";
@@ -197,15 +197,15 @@ function resolveLogitBias(value: unknown, vocabSize: number): { logitBiasTokens:
   let entries: Array<[unknown, unknown]>;
   if (value instanceof Map) entries = [...value.entries()];
   else if (value !== null && typeof value === "object" && !Array.isArray(value)) entries = Object.entries(value);
-  else throw new TypeError("logitBias must be an object or a Map of token id -> bias");
+  else throw new ArgumentTypeError("logitBias must be an object or a Map of token id -> bias");
   const tokens = new Int32Array(entries.length);
   const values = new Float32Array(entries.length);
   entries.forEach(([k, v], i) => {
     const id = typeof k === "number" ? k : typeof k === "string" && /^\d+$/.test(k) ? Number(k) : NaN;
     if (!Number.isInteger(id) || id < 0 || id >= vocabSize) {
-      throw new RangeError(`logitBias key ${JSON.stringify(k)} is not a token id of this vocabulary (0..${vocabSize - 1})`);
+      throw new ArgumentRangeError(`logitBias key ${JSON.stringify(k)} is not a token id of this vocabulary (0..${vocabSize - 1})`);
     }
-    if (typeof v !== "number" || Number.isNaN(v) || v === Infinity) throw new RangeError(`logitBias[${id}] must be a finite number or -Infinity`);
+    if (typeof v !== "number" || Number.isNaN(v) || v === Infinity) throw new ArgumentRangeError(`logitBias[${id}] must be a finite number or -Infinity`);
     tokens[i] = id;
     values[i] = v;
   });
@@ -214,7 +214,7 @@ function resolveLogitBias(value: unknown, vocabSize: number): { logitBiasTokens:
 
 function resolveTopLogprobs(o: Record<string, unknown>): number {
   const n = int(o.topLogprobs, "topLogprobs", 0, 0, 20);
-  if (n > 0 && o.logprobs !== true) throw new TypeError("topLogprobs needs logprobs: true");
+  if (n > 0 && o.logprobs !== true) throw new ArgumentTypeError("topLogprobs needs logprobs: true");
   return n;
 }
 
