@@ -111,9 +111,10 @@ function toolCallOutput(applyChatTemplate, source, plan) {
   const base = applyChatTemplate(source, { messages, tools: [WEATHER], add_generation_prompt: false }).prompt;
   const full = applyChatTemplate(source, { messages: [...messages, call], tools: [WEATHER], add_generation_prompt: false }).prompt;
   if (!full.startsWith(base)) return null;
-  let turn = full.slice(base.length);
+  const turn = full.slice(base.length);
   if (!turn.startsWith(plan.generationPrompt)) return null;
-  return turn.slice(plan.generationPrompt.length);
+  // The plan's grammar starts with the generation prompt (llama.cpp's prefill) where it has one.
+  return turn;
 }
 
 function positionsIn(text) {

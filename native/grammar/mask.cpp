@@ -4,8 +4,6 @@
 #include <set>
 #include <chrono>
 #include <functional>
-#include <cstdio>
-#include <cstdlib>
 
 namespace lp::grammar {
 
@@ -88,7 +86,14 @@ bool MaskEngine::Walk(uint32_t root, SetId set, Utf8Walk utf8, TokenBits* out, s
       const uint8_t flags = view.sets[f.set].flags;
       mark(i);
       if (flags & (StackEngine::kFlagBottom | StackEngine::kFlagToken)) {
-        if ((flags & StackEngine::kFlagBottom) && bottoms != nullptr && next[i] > i + 1) bottoms->push_back(i);
+        if ((flags & StackEngine::kFlagBottom) && bottoms != nullptr && next[i] > i + 1) {
+          bottoms->push_back(i);
+          if (bottomBudget_ != 0 && bottoms->size() > bottomBudget_) {
+            walkStopped_ = true;
+            *visited += count;
+            return true;
+          }
+        }
         if (flags & StackEngine::kFlagToken) NoteTokenTops(f.set, tops);
       }
       if (!(flags & StackEngine::kFlagCanStep)) {
@@ -114,7 +119,7 @@ bool MaskEngine::Walk(uint32_t root, SetId set, Utf8Walk utf8, TokenBits* out, s
   return true;
 }
 
-MaskEngine::Entry* MaskEngine::Build(const Key& key) {
+MaskEngine::Entry* MaskEngine::Build(const Key& key, bool allowStub) {
   auto t0 = std::chrono::steady_clock::now();
   auto entry = std::make_unique<Entry>();
   StackId local = StackEngine::kBottom;
@@ -125,7 +130,19 @@ MaskEngine::Entry* MaskEngine::Build(const Key& key) {
   scratch_.Clear();
   TokenTops tops;
   uint64_t visited = 0;
-  if (!Walk(0, set, Utf8Walk{}, &scratch_, &entry->continuations, &tops, &visited)) return nullptr;
+  walkStopped_ = false;
+  bottomBudget_ = allowStub && key.n < kMaxKeyFrames ? kDeepenAt : 0;
+  const bool ok = Walk(0, set, Utf8Walk{}, &scratch_, &entry->continuations, &tops, &visited);
+  bottomBudget_ = 0;
+  if (!ok) return nullptr;
+  if (walkStopped_) {
+    auto stub = std::make_unique<Entry>();
+    stub->deeper = stub->stub = true;
+    stats_.entryNodes += visited;
+    Entry* raw = stub.get();
+    entries_[key] = std::move(stub);
+    return raw;
+  }
   return Store(key, std::move(entry), tops, visited, t0);
 }
 
@@ -185,11 +202,11 @@ MaskEngine::Entry* MaskEngine::Store(const Key& key, std::unique_ptr<Entry> entr
 
   stats_.entryMs += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   Entry* raw = entry.get();
-  entries_.emplace(key, std::move(entry));
+  entries_[key] = std::move(entry);  // replaces a stub the key had
   return raw;
 }
 
-const MaskEngine::Entry* MaskEngine::EntryFor(StackId s, StackId* below) {
+const MaskEngine::Entry* MaskEngine::EntryFor(StackId s, StackId* below, bool keepStubs) {
   const uint32_t depth = engine_->Depth(s);
   Key key;
   key.n = static_cast<int>(std::min<uint32_t>(depth, kFirstKeyFrames));
@@ -199,8 +216,9 @@ const MaskEngine::Entry* MaskEngine::EntryFor(StackId s, StackId* below) {
     key.classes[i] = positions_->Of(key.frames[i]);
     at = engine_->Parent(at);
   }
+  auto canDeepen = [&]() { return (keepStubs || at != StackEngine::kEmpty) && key.n < kMaxKeyFrames; };
   auto it = entries_.find(key);
-  const Entry* e = it != entries_.end() ? it->second.get() : Build(key);
+  const Entry* e = it != entries_.end() ? it->second.get() : Build(key, canDeepen());
   if (e == nullptr) return nullptr;
   // A position that keeps reaching its context is looked up with one more frame of it.
   while (e->deeper && at != StackEngine::kEmpty && key.n < kMaxKeyFrames) {
@@ -210,9 +228,15 @@ const MaskEngine::Entry* MaskEngine::EntryFor(StackId s, StackId* below) {
     at = engine_->Parent(at);
     it = entries_.find(key);
     const Entry* parent = e;
-    e = it != entries_.end() ? it->second.get() : Derive(*parent, key);
+    if (it != entries_.end()) {
+      e = it->second.get();
+    } else {
+      e = parent->stub ? Build(key, canDeepen()) : Derive(*parent, key);
+    }
     if (e == nullptr) return nullptr;
   }
+  // A stub where the stack ends: this key is needed whole after all.
+  if (e->stub && !keepStubs) e = Build(key, false);
   *below = at;
   return e;
 }
@@ -321,7 +345,9 @@ MaskEngine::Result MaskEngine::WarmAll(const llama_grammar_rules& rules, const E
     StackId s = StackEngine::kEmpty;
     for (size_t i = chain.size(); i > 0; i--) s = engine_->Push(chain[i - 1], s);
     StackId at;
-    const Entry* e = EntryFor(s, &at);
+    // The chain may end here (nothing below its rule, or the empty stack): then build it whole.
+    const bool mayEnd = rule >= n || below[rule].count(nullptr) > 0 || below[rule].empty();
+    const Entry* e = EntryFor(s, &at, !mayEnd);
     if (e == nullptr) return Result::kError;
     if (!e->deeper || chain.size() >= static_cast<size_t>(kMaxKeyFrames) || rule >= n) return Result::kOk;
     for (const Elem* b : below[rule]) {

@@ -58,7 +58,7 @@ class MaskEngine {
   // Frames in a cache key, first try, and the most a key grows to when a position keeps
   // reaching its context (each deeper key is tried when the shallower one had too many
   // continuations).
-  static constexpr int kFirstKeyFrames = 2;
+  static constexpr int kFirstKeyFrames = 1;
   static constexpr int kMaxKeyFrames = 6;
   static constexpr size_t kDeepenAt = 256;
 
@@ -70,6 +70,7 @@ class MaskEngine {
     std::vector<llama_token> byId;
     bool tokenNot = false;
     bool deeper = false;  // too many continuations: look up the key one frame deeper
+    bool stub = false;    // deeper, found early: the walk stopped there, nothing else is filled in
   };
   // The top frames of a stack, compared by position class (positions.h); `frames` are the
   // elements of the first stack seen with this key, the ones an entry is built from.
@@ -87,9 +88,13 @@ class MaskEngine {
     bool tokenNot = false;
   };
 
-  const Entry* EntryFor(StackId s, StackId* below);
-  // The entry of `key` by a walk of the whole trie (the key's first, shallowest length).
-  Entry* Build(const Key& key);
+  // `keepStubs`: a stub may be returned even where the stack ends (the eager warm-up goes on
+  // below it itself).
+  const Entry* EntryFor(StackId s, StackId* below, bool keepStubs = false);
+  // The entry of `key` by a walk of the whole trie. `allowStub`: stop as soon as the walk reaches
+  // the context at more than kDeepenAt nodes, leaving a stub (the deeper key is then walked
+  // instead of derived, one walk in place of two).
+  Entry* Build(const Key& key, bool allowStub);
   // The entry of `key` (one frame more than `parent`'s key) from the parent's: its tokens, plus
   // what its continuations admit when the next frame down is the context.
   Entry* Derive(const Entry& parent, const Key& key);
@@ -112,6 +117,8 @@ class MaskEngine {
   };
   std::vector<WalkFrame> frames_;
   TokenBits scratch_;
+  size_t bottomBudget_ = 0;  // 0: none; else Walk stops once it found more bottoms (walkStopped_)
+  bool walkStopped_ = false;
   MaskStats stats_;
 };
 
