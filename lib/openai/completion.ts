@@ -7,13 +7,20 @@
 import { segmentByteRanges } from "../chat/prompt.js";
 import type { TemplateLimits } from "../chat/template/limits.js";
 import { LlamapegError } from "../errors.js";
-import type { GenerationStats } from "../llama/generation.js";
+import { randomBytes } from "node:crypto";
+
+import type { GeneratedToken, GenerationStats } from "../llama/generation.js";
 import { CompletionAssembler, randomId } from "./assemble.js";
+import { invalidRequest } from "./errors.js";
 import { buildCompletionPlan, type CompletionPlan } from "./plan.js";
 import { normalizeChatRequest, type NormalizedChatRequest } from "./request.js";
 import { RECORD_VERSION, type CompletionRecord } from "./record.js";
 import { completionTarget, type CompletionTarget, type CompletionTargetLike, type TargetChatInfo, type TargetRequest } from "./target.js";
-import type { ChatCompletion, ChatCompletionChunk, ChatCompletionRequest } from "./types.js";
+import { usageChunk } from "./shape.js";
+import type { ChatCompletion, ChatCompletionChunk, ChatCompletionRequest, TokenLogprob, TopLogprob } from "./types.js";
+
+/** One target, or one per choice for `n` > 1. */
+export type CompletionTargets = CompletionTargetLike | readonly CompletionTargetLike[];
 
 export interface CompletionOptions {
   /** Receives the generation as a replayable record (plan, token ids, pieces) when it ends. */
@@ -42,16 +49,19 @@ function templateFor(info: TargetChatInfo, r: NormalizedChatRequest): string {
 }
 
 interface Prepared {
-  target: CompletionTarget;
+  /** One per choice at least (n > 1 runs choice i on targets[i]). */
+  targets: CompletionTarget[];
   r: NormalizedChatRequest;
   plan: CompletionPlan;
   request: TargetRequest;
   meta: { id: string; created: number; model: string };
 }
 
-function prepareWith(target: CompletionTarget, r: NormalizedChatRequest, info: TargetChatInfo, options: CompletionOptions): Prepared {
+function prepareWith(targets: CompletionTarget[], r: NormalizedChatRequest, info: TargetChatInfo, options: CompletionOptions): Prepared {
   const plan = buildCompletionPlan(templateFor(info, r), r, { bos: info.bos, eos: info.eos }, options.templateLimits);
   const segments = options.specialTokensInMessages === true ? [] : segmentByteRanges(plan.prompt, plan.promptSegments);
+  // n > 1: each choice its own seed (the request's + index, else random), so the choices differ.
+  const seed = r.seed !== undefined ? r.seed >>> 0 : r.n > 1 ? randomBytes(4).readUInt32LE(0) : undefined;
   const request: TargetRequest = {
     prompt: segments.length > 0 ? { text: plan.prompt, segments } : { text: plan.prompt },
     grammar: plan.grammar,
@@ -62,36 +72,49 @@ function prepareWith(target: CompletionTarget, r: NormalizedChatRequest, info: T
     ...(r.topK !== undefined ? { topK: r.topK } : {}),
     ...(r.minP !== undefined ? { minP: r.minP } : {}),
     ...(r.repeatPenalty !== undefined ? { repeatPenalty: r.repeatPenalty } : {}),
-    ...(r.seed !== undefined ? { seed: r.seed >>> 0 } : {}),
+    ...(r.frequencyPenalty !== undefined ? { frequencyPenalty: r.frequencyPenalty } : {}),
+    ...(r.presencePenalty !== undefined ? { presencePenalty: r.presencePenalty } : {}),
+    ...(r.logitBias !== undefined ? { logitBias: r.logitBias } : {}),
+    ...(r.logprobs ? { logprobs: true, topLogprobs: r.topLogprobs } : {}),
+    ...(seed !== undefined ? { seed } : {}),
     ...(r.signal !== undefined ? { signal: r.signal } : {}),
   };
   const meta = { id: randomId("chatcmpl-"), created: Math.floor(Date.now() / 1000), model: r.model ?? info.name };
-  return { target, r, plan, request, meta };
+  return { targets, r, plan, request, meta };
 }
 
 /** Checks the request and builds the plan: at once when the target answers `chatInfo()` synchronously. */
-function prepare(targetLike: CompletionTargetLike, request: ChatCompletionRequest, options: CompletionOptions): Prepared | Promise<Prepared> {
-  const target = completionTarget(targetLike);
+function prepare(targetLike: CompletionTargets, request: ChatCompletionRequest, options: CompletionOptions): Prepared | Promise<Prepared> {
+  const targets = Array.isArray(targetLike) ? (targetLike as readonly CompletionTargetLike[]).map(completionTarget) : [completionTarget(targetLike as CompletionTargetLike)];
+  if (targets.length === 0) throw new LlamapegError("ERR_INVALID_ARGUMENT", "createChatCompletion needs at least one completion target", { where: "target" });
   const r = normalizeChatRequest(request);
-  const info = target.chatInfo();
-  return info instanceof Promise ? info.then((i) => prepareWith(target, r, i, options)) : prepareWith(target, r, info, options);
+  if (r.n > targets.length) {
+    invalidRequest("n", `n=${r.n} needs ${r.n} sequences to run on, one per choice; got ${targets.length} target${targets.length === 1 ? "" : "s"} (pass an array of ${r.n} sequences)`);
+  }
+  const info = targets[0]!.chatInfo();
+  return info instanceof Promise ? info.then((i) => prepareWith(targets, r, i, options)) : prepareWith(targets, r, info, options);
 }
 
-/** The shared loop: generation -> assembler -> chunks; the last value is the completion. */
-async function* run(prepared: Prepared | Promise<Prepared>, onRecord: CompletionOptions["onRecord"]): AsyncGenerator<ChatCompletionChunk, ChatCompletion> {
-  const p = await prepared;
+/** The shared loop of one choice: generation -> assembler -> chunks; the last value is the completion. */
+async function* run(p: Prepared, index: number, onRecord: CompletionOptions["onRecord"], includeUsage: boolean): AsyncGenerator<ChatCompletionChunk, ChatCompletion> {
+  const target = p.targets[index]!;
   const assembler = new CompletionAssembler(p.plan.chat, p.meta, { stops: p.r.stop, warnings: p.plan.warnings });
-  const generation = await p.target.generate(p.request);
+  const request = index > 0 && p.request.seed !== undefined ? { ...p.request, seed: (p.request.seed + index) >>> 0 } : p.request;
+  const generation = await target.generate(request);
+  const logprobs = p.r.logprobs ? new LogprobCollector(target) : null;
   const tokens: number[] = [];
   const pieces: Uint8Array[] = [];
   let stoppedByString = false;
   let ended = false;
   try {
     yield* assembler.start();
-    for await (const { token, piece } of generation) {
+    for await (const item of generation) {
+      const { token, piece } = item;
       tokens.push(token);
       pieces.push(piece);
+      if (logprobs !== null) await logprobs.add(item);
       const { chunks, stopped } = assembler.push(token, piece);
+      logprobs?.attach(chunks);
       yield* chunks;
       if (stopped) {
         stoppedByString = true;
@@ -122,7 +145,11 @@ async function* run(prepared: Prepared | Promise<Prepared>, onRecord: Completion
     generateMs: stats.generateMs,
     sampleMs: stats.sampleMs,
   };
-  const end = assembler.finish(summary, p.r.includeUsage);
+  const end = assembler.finish(summary, includeUsage);
+  if (logprobs !== null) {
+    logprobs.attach(end.chunks);
+    end.completion.choices[0].logprobs = { content: logprobs.all, refusal: null };
+  }
   yield* end.chunks;
   if (onRecord !== undefined) {
     onRecord({
@@ -138,22 +165,120 @@ async function* run(prepared: Prepared | Promise<Prepared>, onRecord: Completion
       summary,
     });
   }
-  return end.completion;
+  const completion = end.completion;
+  if (index > 0) completion.choices[0].index = index;
+  return completion;
 }
 
-export function createChatCompletion(target: CompletionTargetLike, request: ChatCompletionRequest & { stream: true }, options?: CompletionOptions): ChatCompletionStream;
-export function createChatCompletion(target: CompletionTargetLike, request: ChatCompletionRequest & { stream?: false | null }, options?: CompletionOptions): Promise<ChatCompletion>;
-export function createChatCompletion(target: CompletionTargetLike, request: ChatCompletionRequest, options?: CompletionOptions): ChatCompletionStream | Promise<ChatCompletion>;
+/** A chunk of choice `index` (n > 1). */
+function withIndex(c: ChatCompletionChunk, index: number): ChatCompletionChunk {
+  return index === 0 || c.choices.length === 0 ? c : { ...c, choices: c.choices.map((x) => ({ ...x, index })) };
+}
+
+/**
+ * All choices: n = 1 is the one loop; n > 1 runs the choices at once (each on its own target) and
+ * interleaves their chunks as they come, then one completion with every choice and the summed usage.
+ */
+async function* runAll(prepared: Prepared | Promise<Prepared>, onRecord: CompletionOptions["onRecord"]): AsyncGenerator<ChatCompletionChunk, ChatCompletion> {
+  const p = await prepared;
+  const n = p.r.n;
+  if (n === 1) return yield* run(p, 0, onRecord, p.r.includeUsage);
+  const gens = Array.from({ length: n }, (_, i) => run(p, i, onRecord, false));
+  type Step = { i: number; step?: IteratorResult<ChatCompletionChunk, ChatCompletion>; error?: unknown };
+  const pull = (i: number): Promise<Step> => gens[i]!.next().then((step) => ({ i, step }), (error: unknown) => ({ i, error }));
+  const pending = new Map<number, Promise<Step>>(gens.map((_, i) => [i, pull(i)]));
+  const results: ChatCompletion[] = [];
+  try {
+    while (pending.size > 0) {
+      const { i, step, error } = await Promise.race(pending.values());
+      if (step === undefined) throw error;
+      if (step.done) {
+        results[i] = step.value;
+        pending.delete(i);
+        continue;
+      }
+      pending.set(i, pull(i));
+      yield withIndex(step.value, i);
+    }
+  } finally {
+    // An error in one choice, or a consumer that stops early, ends the others' generations too.
+    for (const i of pending.keys()) gens[i]!.return(undefined as never).catch(() => undefined);
+    await Promise.all(pending.values());
+  }
+  const first = results[0]!;
+  const completionTokens = results.reduce((sum, c) => sum + c.usage.completion_tokens, 0);
+  const usage = { ...first.usage, completion_tokens: completionTokens, total_tokens: first.usage.prompt_tokens + completionTokens };
+  if (p.r.includeUsage) yield usageChunk(p.meta, usage);
+  const choices = results.map((c) => c.choices[0]) as ChatCompletion["choices"];
+  return { ...first, choices, usage, llamapeg: { ...first.llamapeg, parse_errors: results.flatMap((c) => c.llamapeg.parse_errors) } };
+}
+
+const pieceDecoder = new TextDecoder();
+/** float's lowest, as llama-server sends a zero probability (JSON has no -Infinity). */
+const LOWEST = -3.4028234663852886e38;
+
+/** The `logprobs` entries of one choice: all of them, and those not yet sent in a chunk. */
+class LogprobCollector {
+  readonly all: TokenLogprob[] = [];
+  #unsent: TokenLogprob[] = [];
+  readonly #target: CompletionTarget;
+  readonly #pieces = new Map<number, Uint8Array>();
+
+  constructor(target: CompletionTarget) {
+    this.#target = target;
+  }
+
+  async add(item: GeneratedToken): Promise<void> {
+    const x = item.extra;
+    if (x === undefined || x.ids.length === 0) throw new LlamapegError("ERR_INTERNAL", "the target reported no log probability for a sampled token", { where: "logprobs" });
+    const top: TopLogprob[] = [];
+    for (let k = 1; k < x.ids.length; k++) top.push(entry(await this.#piece(x.ids[k]!), x.values[k]!));
+    const e: TokenLogprob = { ...entry(item.piece, x.values[0]!), top_logprobs: top };
+    this.all.push(e);
+    this.#unsent.push(e);
+  }
+
+  /** The entries so far go on the last chunk of this step that has a choice (none: they wait for the next one). */
+  attach(chunks: ChatCompletionChunk[]): void {
+    if (this.#unsent.length === 0) return;
+    for (let k = chunks.length - 1; k >= 0; k--) {
+      const choice = chunks[k]!.choices[0];
+      if (choice === undefined) continue;
+      choice.logprobs = { content: this.#unsent, refusal: null };
+      this.#unsent = [];
+      return;
+    }
+  }
+
+  async #piece(token: number): Promise<Uint8Array> {
+    let piece = this.#pieces.get(token);
+    if (piece === undefined) {
+      if (this.#target.tokenPiece === undefined) throw new LlamapegError("ERR_INTERNAL", "the target cannot name the top_logprobs tokens (no tokenPiece)", { where: "top_logprobs" });
+      piece = await this.#target.tokenPiece(token);
+      this.#pieces.set(token, piece);
+    }
+    return piece;
+  }
+}
+
+function entry(bytes: Uint8Array, logprob: number): TopLogprob {
+  return { token: pieceDecoder.decode(bytes), logprob: Number.isFinite(logprob) ? logprob : LOWEST, bytes: Array.from(bytes) };
+}
+
+export function createChatCompletion(target: CompletionTargets, request: ChatCompletionRequest & { stream: true }, options?: CompletionOptions): ChatCompletionStream;
+export function createChatCompletion(target: CompletionTargets, request: ChatCompletionRequest & { stream?: false | null }, options?: CompletionOptions): Promise<ChatCompletion>;
+export function createChatCompletion(target: CompletionTargets, request: ChatCompletionRequest, options?: CompletionOptions): ChatCompletionStream | Promise<ChatCompletion>;
 /**
  * `stream: false` -> a Promise of the `chat.completion`; `stream: true` -> the chunks (an async
  * iterable, consumed once). Request errors throw at once (stream) or reject (non-stream) with
  * ERR_INVALID_REQUEST; `toOpenAIError()` gives OpenAI's error body. An abort ends the stream
- * (after the chunks so far) with ERR_ABORTED.
+ * (after the chunks so far) with ERR_ABORTED. `n` > 1 needs an array of at least n targets (e.g.
+ * n sequences of one context); choice i runs on the i-th, all at once.
  */
-export function createChatCompletion(target: CompletionTargetLike, request: ChatCompletionRequest, options: CompletionOptions = {}): ChatCompletionStream | Promise<ChatCompletion> {
+export function createChatCompletion(target: CompletionTargets, request: ChatCompletionRequest, options: CompletionOptions = {}): ChatCompletionStream | Promise<ChatCompletion> {
   if (request === null || typeof request !== "object" || request.stream !== true) {
     return (async () => {
-      const gen = run(prepare(target, request, options), options.onRecord);
+      const gen = runAll(prepare(target, request, options), options.onRecord);
       for (;;) {
         const step = await gen.next();
         if (step.done) return step.value;
@@ -172,7 +297,7 @@ export function createChatCompletion(target: CompletionTargetLike, request: Chat
     [Symbol.asyncIterator]() {
       if (started) throw new LlamapegError("ERR_INVALID_ARGUMENT", "a completion stream can be iterated once");
       started = true;
-      const gen = run(prepared, options.onRecord);
+      const gen = runAll(prepared, options.onRecord);
       return {
         async next(): Promise<IteratorResult<ChatCompletionChunk>> {
           try {

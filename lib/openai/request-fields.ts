@@ -37,6 +37,11 @@ export const REQUEST_FIELDS: Readonly<Record<string, Rule>> = {
   stream_options: honoured,
   n: honoured,
   reasoning_effort: honoured,
+  frequency_penalty: honoured,
+  presence_penalty: honoured,
+  logit_bias: honoured,
+  logprobs: honoured,
+  top_logprobs: honoured,
   // OpenAI, by design without effect in-process
   user: ignored("an end-user id for abuse monitoring"),
   safety_identifier: ignored("an end-user id for abuse monitoring"),
@@ -46,11 +51,6 @@ export const REQUEST_FIELDS: Readonly<Record<string, Rule>> = {
   prompt_cache_retention: ignored("the KV prefix is reused automatically"),
   prompt_cache_options: ignored("the KV prefix is reused automatically"),
   // OpenAI, not honoured by this build
-  frequency_penalty: unsupported("frequency penalties are not in this build's sampler yet", (v) => v === 0),
-  presence_penalty: unsupported("presence penalties are not in this build's sampler yet", (v) => v === 0),
-  logit_bias: unsupported("logit biases are not in this build's sampler yet", (v) => typeof v === "object" && v !== null && Object.keys(v).length === 0),
-  logprobs: unsupported("log probabilities are not reported by this build yet", (v) => v === false),
-  top_logprobs: unsupported("log probabilities are not reported by this build yet", (v) => v === 0),
   store: unsupported("completions are not stored", (v) => v === false),
   modalities: unsupported("text is the only modality", (v) => Array.isArray(v) && v.length === 1 && v[0] === "text"),
   audio: unsupported("text is the only modality"),

@@ -18,6 +18,16 @@ export interface NormalizedChatRequest {
   topK: number | undefined;
   minP: number | undefined;
   repeatPenalty: number | undefined;
+  /** OpenAI's penalties, -2..2 (llama.cpp's over the last 64 tokens). */
+  frequencyPenalty: number | undefined;
+  presencePenalty: number | undefined;
+  /** token id -> bias, -100..100 (ids range-checked by the target against its vocabulary). */
+  logitBias: Map<number, number> | undefined;
+  logprobs: boolean;
+  /** 0..20, only with logprobs. */
+  topLogprobs: number;
+  /** Choices to generate, each on its own sequence (1..128). */
+  n: number;
   seed: number | undefined;
   stop: string[];
   stream: boolean;
@@ -41,6 +51,19 @@ function optNumber(r: Record<string, unknown>, key: string, min: number, max: nu
   return v;
 }
 
+/** OpenAI's logit_bias: token ids as decimal strings (JSON keys) -> bias in [-100, 100]. */
+function logitBiasOf(v: unknown): Map<number, number> | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (!isObject(v)) invalidRequest("logit_bias", "expected an object of token id -> bias");
+  const out = new Map<number, number>();
+  for (const [key, bias] of Object.entries(v)) {
+    if (!/^(0|[1-9][0-9]{0,9})$/.test(key)) invalidRequest("logit_bias", `key ${JSON.stringify(key)} is not a token id`);
+    if (typeof bias !== "number" || !Number.isFinite(bias) || bias < -100 || bias > 100) invalidRequest("logit_bias", `bias of token ${key} must be a number in [-100, 100], got ${JSON.stringify(bias)}`);
+    out.set(Number(key), bias);
+  }
+  return out.size > 0 ? out : undefined;
+}
+
 /** The fields of an OpenAI request the chat layer reads (the rest are sampling and transport). */
 const CHAT_FIELDS = ["messages", "tools", "tool_choice", "parallel_tool_calls", "response_format", "reasoning_format", "chat_template_kwargs", "calls_only"] as const;
 
@@ -62,8 +85,11 @@ export function normalizeChatRequest(raw: ChatCompletionRequest): NormalizedChat
   }
   const chat = normalizeApplyRequest(chatFields as unknown as ApplyChatRequest);
   if (chat.messages.length === 0) invalidRequest("messages", "expected at least one message");
-  const n = optNumber(r, "n", 1, 128, true);
-  if (n !== undefined && n > 1) invalidRequest("n", `only 1 choice per request in this build (got ${n})`);
+  const n = optNumber(r, "n", 1, 128, true) ?? 1;
+  const logprobs = r.logprobs === undefined || r.logprobs === null ? false : r.logprobs;
+  if (typeof logprobs !== "boolean") invalidRequest("logprobs", `expected a boolean, got ${JSON.stringify(logprobs)}`);
+  const topLogprobs = optNumber(r, "top_logprobs", 0, 20, true);
+  if (topLogprobs !== undefined && topLogprobs > 0 && !logprobs) invalidRequest("top_logprobs", "requires logprobs: true");
   const maxTokens = optNumber(r, "max_completion_tokens", 1, 2 ** 31 - 1, true) ?? optNumber(r, "max_tokens", 1, 2 ** 31 - 1, true);
   let stop: string[] = [];
   if (typeof r.stop === "string") stop = [r.stop];
@@ -89,6 +115,12 @@ export function normalizeChatRequest(raw: ChatCompletionRequest): NormalizedChat
     topK: optNumber(r, "top_k", 0, 2 ** 30, true),
     minP: optNumber(r, "min_p", 0, 1),
     repeatPenalty: optNumber(r, "repeat_penalty", Number.MIN_VALUE, 100),
+    frequencyPenalty: optNumber(r, "frequency_penalty", -2, 2),
+    presencePenalty: optNumber(r, "presence_penalty", -2, 2),
+    logitBias: logitBiasOf(r.logit_bias),
+    logprobs,
+    topLogprobs: topLogprobs ?? 0,
+    n,
     seed: optNumber(r, "seed", -(2 ** 53), 2 ** 53, true),
     stop,
     stream,

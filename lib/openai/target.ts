@@ -24,6 +24,7 @@
 import type { GrammarTrigger } from "../chat/plan.js";
 import { tokenizeChatPrompt, tokenizeChatPromptAsync } from "../chat/prompt.js";
 import { LlamapegError } from "../errors.js";
+import { invalidRequest } from "./errors.js";
 import type { GenerateOptions, GrammarOptions } from "../llama/generate-options.js";
 import type { GeneratedToken, GenerationStats } from "../llama/generation.js";
 import type { Model } from "../llama/model.js";
@@ -71,6 +72,18 @@ export interface TargetRequest {
   minP?: number;
   /** llama.cpp's repeat_penalty over the last 64 tokens (1 disables). */
   repeatPenalty?: number;
+  /** OpenAI's penalties (-2..2) over the last 64 tokens. */
+  frequencyPenalty?: number;
+  presencePenalty?: number;
+  /** token id -> bias added to its logit; the target refuses ids outside its vocabulary (400 naming logit_bias). */
+  logitBias?: ReadonlyMap<number, number>;
+  /**
+   * Each item's `extra` carries (token id, log probability) pairs: the sampled token first, then the
+   * `topLogprobs` most likely ones. A target that cannot report them refuses the request (400
+   * naming logprobs).
+   */
+  logprobs?: boolean;
+  topLogprobs?: number;
   /** uint32 */
   seed?: number;
   signal?: AbortSignal;
@@ -98,6 +111,8 @@ export interface TargetChatInfo {
 export interface CompletionTarget {
   chatInfo(): TargetChatInfo | Promise<TargetChatInfo>;
   generate(request: TargetRequest): TargetGeneration | Promise<TargetGeneration>;
+  /** A token's bytes (control tokens as their text): names the alternatives of `top_logprobs`. */
+  tokenPiece?(token: number): Uint8Array | Promise<Uint8Array>;
 }
 
 /** A local generator over token ids: `Context`, `Sequence`. */
@@ -226,8 +241,18 @@ class TokenGeneratorTarget implements CompletionTarget {
     return { name, chatTemplate: model.chatTemplate(), toolUseTemplate: model.chatTemplate("tool_use"), bos: specialText(model, model.bos), eos: specialText(model, model.eos) };
   }
 
+  tokenPiece(token: number): Uint8Array {
+    return this.#generator.model.tokenPiece(token, { special: true });
+  }
+
   async generate(request: TargetRequest): Promise<TargetGeneration> {
     const model = this.#generator.model;
+    const bias = request.logitBias;
+    if (bias !== undefined) {
+      for (const id of bias.keys()) {
+        if (!Number.isInteger(id) || id < 0 || id >= model.vocabSize) invalidRequest("logit_bias", `token id ${id} is not in this model's vocabulary (0..${model.vocabSize - 1})`);
+      }
+    }
     const options: GenerateOptions = {
       ...(request.maxTokens !== undefined ? { maxTokens: request.maxTokens } : {}),
       ...(request.temperature !== undefined ? { temperature: request.temperature } : {}),
@@ -235,6 +260,10 @@ class TokenGeneratorTarget implements CompletionTarget {
       ...(request.topK !== undefined ? { topK: request.topK } : {}),
       ...(request.minP !== undefined ? { minP: request.minP } : {}),
       ...(request.repeatPenalty !== undefined ? { repeatPenalty: request.repeatPenalty } : {}),
+      ...(request.frequencyPenalty !== undefined ? { frequencyPenalty: request.frequencyPenalty } : {}),
+      ...(request.presencePenalty !== undefined ? { presencePenalty: request.presencePenalty } : {}),
+      ...(bias !== undefined && bias.size > 0 ? { logitBias: new Map(bias) } : {}),
+      ...(request.logprobs === true ? { logprobs: true, topLogprobs: request.topLogprobs ?? 0 } : {}),
       ...(request.seed !== undefined ? { seed: request.seed } : {}),
       ...(request.signal !== undefined ? { signal: request.signal } : {}),
       ...(request.grammar !== null ? { grammar: nativeGrammar(model, request.grammar) } : {}),

@@ -43,7 +43,7 @@ export interface ChatCompletionRequest {
   stop?: string | readonly string[] | null;
   stream?: boolean | null;
   stream_options?: { include_usage?: boolean; include_obfuscation?: boolean } | null;
-  /** 1 (more choices per request: refused in this build). */
+  /** Choices to generate (1..128), each on its own sequence: the target must offer n of them. */
   n?: number | null;
   /** "none": thinking off (chat_template_kwargs.enable_thinking = false); any effort: on. */
   reasoning_effort?: "none" | "minimal" | "low" | "medium" | "high" | "xhigh" | "max" | null;
@@ -55,11 +55,15 @@ export interface ChatCompletionRequest {
   prompt_cache_key?: string | null;
   prompt_cache_retention?: string | null;
   prompt_cache_options?: unknown;
-  /** Refused unless neutral (0, {}, false): not in this build's sampler yet. */
+  /** -2..2: subtracted from a token's logit per occurrence in the last 64 tokens. */
   frequency_penalty?: number | null;
+  /** -2..2: subtracted from a token's logit when it occurs in the last 64 tokens. */
   presence_penalty?: number | null;
+  /** Token id (decimal string) -> bias in [-100, 100], added to the logit. */
   logit_bias?: Record<string, number> | null;
+  /** Report each sampled token's log probability (`choices[].logprobs`). */
   logprobs?: boolean | null;
+  /** 0..20 most likely alternatives per token; requires logprobs. */
   top_logprobs?: number | null;
   /** Refused unless neutral (false, ["text"]). */
   store?: boolean | null;
@@ -103,6 +107,24 @@ export interface ChatCompletionMessage {
   tool_calls?: { id: string; type: "function"; function: { name: string; arguments: string } }[];
 }
 
+/** One alternative token and its log probability (natural log, from the sampler's candidates). */
+export interface TopLogprob {
+  token: string;
+  logprob: number;
+  /** The token's exact bytes (`token` is their lossy UTF-8 reading). */
+  bytes: number[];
+}
+
+export interface TokenLogprob extends TopLogprob {
+  top_logprobs: TopLogprob[];
+}
+
+/** `choices[].logprobs` with `logprobs: true`: one entry per sampled token. */
+export interface ChoiceLogprobs {
+  content: TokenLogprob[];
+  refusal: null;
+}
+
 export type FinishReason = "stop" | "length" | "tool_calls";
 
 export interface ChatCompletionUsage {
@@ -121,13 +143,21 @@ export interface LlamapegCompletionInfo {
   timings: { prompt_ms: number; generation_ms: number; sampling_ms: number; prompt_per_second: number; generation_per_second: number };
 }
 
+export interface ChatCompletionChoice {
+  index: number;
+  message: ChatCompletionMessage;
+  finish_reason: FinishReason;
+  logprobs: ChoiceLogprobs | null;
+}
+
 export interface ChatCompletion {
   id: string;
   object: "chat.completion";
   created: number;
   model: string;
   system_fingerprint: string;
-  choices: [{ index: 0; message: ChatCompletionMessage; finish_reason: FinishReason; logprobs: null }];
+  /** One per `n`, by index. */
+  choices: [ChatCompletionChoice, ...ChatCompletionChoice[]];
   usage: ChatCompletionUsage;
   llamapeg: LlamapegCompletionInfo;
 }
@@ -152,7 +182,8 @@ export interface ChatCompletionChunk {
   created: number;
   model: string;
   system_fingerprint: string;
-  choices: { index: 0; delta: ChunkDelta; finish_reason: FinishReason | null; logprobs: null }[];
+  /** `index` is the choice's (n > 1); `logprobs` carries the tokens sampled since the previous chunk of that choice. */
+  choices: { index: number; delta: ChunkDelta; finish_reason: FinishReason | null; logprobs: ChoiceLogprobs | null }[];
   /** Only on the usage chunk (`stream_options.include_usage`): null elsewhere then. */
   usage?: ChatCompletionUsage | null;
   /** llamapeg: a typed event (the output stopped matching the format at `position`). */

@@ -8,7 +8,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 
 import { createChatCompletion, normalizeChatRequest, type ChatCompletionRequest } from "../openai/index.js";
 import { parseJsonBody, readBody } from "./body.js";
-import { httpErrorOf } from "./http-error.js";
+import { HttpError, httpErrorOf } from "./http-error.js";
 import { sendJson } from "./respond.js";
 import type { SlotPool } from "./slots.js";
 import { SseWriter } from "./sse-writer.js";
@@ -27,7 +27,10 @@ export async function chatCompletions(req: IncomingMessage, res: ServerResponse,
   // `signal` is the in-process API's; over HTTP the connection is the signal.
   if ("signal" in body) delete body.signal;
   const request = { ...body, model: ctx.modelId } as unknown as ChatCompletionRequest;
-  normalizeChatRequest(request);
+  const { n } = normalizeChatRequest(request);
+  if (n > ctx.pool.size) {
+    throw new HttpError(400, "invalid_request_error", `n: n=${n} needs ${n} free sequences; this server has --parallel ${ctx.pool.size}`, { param: "n", code: "ERR_INVALID_REQUEST" });
+  }
 
   const abort = new AbortController();
   const onClose = () => {
@@ -37,14 +40,16 @@ export async function chatCompletions(req: IncomingMessage, res: ServerResponse,
   const onShutdown = () => abort.abort(new Error("the server is shutting down"));
   ctx.shutdown.addEventListener("abort", onShutdown, { once: true });
   try {
-    const lease = await ctx.pool.acquire(abort.signal);
+    const leases = await ctx.pool.acquireMany(n, abort.signal);
+    // n > 1: choice i runs on the i-th slot
+    const slot = n === 1 ? leases[0]!.slot : leases.map((l) => l.slot);
     try {
       if (request.stream !== true) {
-        const completion = await createChatCompletion(lease.slot, { ...request, stream: false, signal: abort.signal });
+        const completion = await createChatCompletion(slot, { ...request, stream: false, signal: abort.signal });
         sendJson(res, 200, completion);
         return 200;
       }
-      const chunks = createChatCompletion(lease.slot, { ...request, stream: true, signal: abort.signal });
+      const chunks = createChatCompletion(slot, { ...request, stream: true, signal: abort.signal });
       const sse = new SseWriter(res);
       sse.start();
       try {
@@ -62,7 +67,7 @@ export async function chatCompletions(req: IncomingMessage, res: ServerResponse,
       }
       return 200;
     } finally {
-      lease.release();
+      for (const l of leases) l.release();
     }
   } finally {
     res.off("close", onClose);

@@ -14,7 +14,8 @@ export interface Lease<T> {
 }
 
 interface Waiter<T> {
-  resolve: (lease: Lease<T>) => void;
+  count: number;
+  resolve: (leases: Lease<T>[]) => void;
   reject: (error: unknown) => void;
   cleanup: () => void;
 }
@@ -41,11 +42,20 @@ export class SlotPool<T> {
     return this.#waiting.length;
   }
 
-  acquire(signal?: AbortSignal): Promise<Lease<T>> {
+  async acquire(signal?: AbortSignal): Promise<Lease<T>> {
+    return (await this.acquireMany(1, signal))[0]!;
+  }
+
+  /**
+   * `count` slots at once (a request with n choices), or none: a request never holds some slots
+   * while it waits for the rest, so two of them cannot block each other. Waiters are served in
+   * arrival order.
+   */
+  acquireMany(count: number, signal?: AbortSignal): Promise<Lease<T>[]> {
+    if (!Number.isInteger(count) || count < 1 || count > this.size) return Promise.reject(new ArgumentRangeError(`cannot take ${count} of ${this.size} slots at once`));
     if (this.#closed) return Promise.reject(this.#closed);
     if (signal?.aborted) return Promise.reject(signal.reason);
-    const slot = this.#idle.shift();
-    if (slot !== undefined) return Promise.resolve(this.#lease(slot));
+    if (this.#waiting.length === 0 && this.#idle.length >= count) return Promise.resolve(this.#idle.splice(0, count).map((slot) => this.#lease(slot)));
     if (this.#waiting.length >= this.maxQueue) {
       return Promise.reject(
         new HttpError(429, "rate_limit_error", `all ${this.size} slots are busy and ${this.#waiting.length} requests are waiting; retry later`, {
@@ -59,8 +69,10 @@ export class SlotPool<T> {
         const i = this.#waiting.indexOf(waiter);
         if (i >= 0) this.#waiting.splice(i, 1);
         reject(signal!.reason);
+        // the head may have been waiting behind this one
+        this.#serve();
       };
-      const waiter: Waiter<T> = { resolve, reject, cleanup: () => signal?.removeEventListener("abort", onAbort) };
+      const waiter: Waiter<T> = { count, resolve, reject, cleanup: () => signal?.removeEventListener("abort", onAbort) };
       signal?.addEventListener("abort", onAbort, { once: true });
       this.#waiting.push(waiter);
     });
@@ -75,6 +87,14 @@ export class SlotPool<T> {
     }
   }
 
+  #serve(): void {
+    for (let next = this.#waiting[0]; next !== undefined && next.count <= this.#idle.length; next = this.#waiting[0]) {
+      this.#waiting.shift();
+      next.cleanup();
+      next.resolve(this.#idle.splice(0, next.count).map((slot) => this.#lease(slot)));
+    }
+  }
+
   #lease(slot: T): Lease<T> {
     let released = false;
     return {
@@ -82,11 +102,8 @@ export class SlotPool<T> {
       release: () => {
         if (released) return;
         released = true;
-        const next = this.#waiting.shift();
-        if (next !== undefined) {
-          next.cleanup();
-          next.resolve(this.#lease(slot));
-        } else this.#idle.push(slot);
+        this.#idle.push(slot);
+        this.#serve();
       },
     };
   }

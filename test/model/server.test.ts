@@ -315,12 +315,43 @@ describe("the request contract over HTTP", () => {
   });
 
   it("fields this build cannot honour are 400s naming them; fields ignored by design pass", async () => {
-    for (const [field, value] of [["logprobs", true], ["frequency_penalty", 0.4], ["n", 3], ["temprature", 1]] as const) {
+    for (const [field, value] of [["store", true], ["frequency_penalty", 2.5], ["logit_bias", { "1": 101 }], ["top_logprobs", 2], ["n", 5], ["temprature", 1]] as const) {
       const r = await complete({ [field]: value });
       expect(r.status, field).toBe(400);
       expect(r.body.error!.param).toBe(field);
     }
     expect((await complete({ user: "u1", metadata: { a: "b" }, logprobs: false })).status).toBe(200);
+  });
+
+  it("a logit_bias id outside the vocabulary is a 400 naming logit_bias", async () => {
+    const r = await complete({ logit_bias: { "99999999": 5 } });
+    expect(r.status).toBe(400);
+    expect(r.body.error!.param).toBe("logit_bias");
+  });
+
+  it("n=2 runs two choices on two of the 4 slots; streamed chunks carry each choice's index", async () => {
+    const r = await raw(`${base}/v1/chat/completions`, { method: "POST", headers: auth, body: JSON.stringify({ model: "tiny", messages: [{ role: "user", content: "Count" }], max_tokens: 12, n: 2, temperature: 1, seed: 3, logprobs: true }) });
+    expect(r.status).toBe(200);
+    const body = JSON.parse(r.body) as { choices: { index: number; message: { content: string }; logprobs: { content: unknown[] } }[]; usage: { completion_tokens: number } };
+    expect(body.choices.map((c) => c.index)).toEqual([0, 1]);
+    expect(body.choices[0]!.message.content).not.toBe(body.choices[1]!.message.content);
+    expect(body.choices[0]!.logprobs.content.length + body.choices[1]!.logprobs.content.length).toBe(body.usage.completion_tokens);
+    const s = await raw(`${base}/v1/chat/completions`, { method: "POST", headers: auth, body: JSON.stringify({ model: "tiny", messages: [{ role: "user", content: "Count" }], max_tokens: 12, n: 2, stream: true, stream_options: { include_usage: true } }) });
+    const events = sseEvents(s.body);
+    expect(events.at(-1)).toBe("[DONE]");
+    const chunks = events.slice(0, -1).map((e) => JSON.parse(e) as ChatCompletionChunk);
+    const finishes = chunks.flatMap((c) => c.choices.filter((x) => x.finish_reason !== null).map((x) => x.index));
+    expect(finishes.sort()).toEqual([0, 1]);
+    expect(chunks.at(-1)!.choices).toEqual([]);
+    expect(chunks.at(-1)!.usage!.completion_tokens).toBeGreaterThan(0);
+    expect((await raw(`${base}/health`)).body).toContain('"idle":4');
+  });
+
+  it("n larger than the server's sequences is a 400 naming n and saying why", async () => {
+    const r = await complete({ n: 5 });
+    expect(r.status).toBe(400);
+    expect(r.body.error!.param).toBe("n");
+    expect((r.body.error as unknown as { message: string }).message).toMatch(/n=5 needs 5 free sequences; this server has --parallel 4/);
   });
 });
 

@@ -45,11 +45,6 @@ describe("the request contract", () => {
   it("unknown fields and fields this build cannot honour are 400s naming the field", () => {
     expect(param({ messages, temprature: 0.5 })).toBe("temprature");
     for (const [field, value] of [
-      ["frequency_penalty", 0.5],
-      ["presence_penalty", -1],
-      ["logit_bias", { "42": 10 }],
-      ["logprobs", true],
-      ["top_logprobs", 3],
       ["store", true],
       ["modalities", ["text", "audio"]],
       ["audio", { voice: "x", format: "wav" }],
@@ -58,7 +53,6 @@ describe("the request contract", () => {
       ["verbosity", "low"],
       ["functions", [{ name: "f" }]],
       ["function_call", "auto"],
-      ["n", 2],
     ] as const) {
       expect(param({ messages, [field]: value }), field).toBe(field);
     }
@@ -81,6 +75,32 @@ describe("the request contract", () => {
     expect(param({ messages, top_k: 1.5 })).toBe("top_k");
     expect(param({ messages, min_p: 2 })).toBe("min_p");
     expect(param({ messages, repeat_penalty: 0 })).toBe("repeat_penalty");
+  });
+
+  it("penalties, logit_bias, logprobs/top_logprobs and n are read and checked as OpenAI checks them", () => {
+    const r = normalizeChatRequest({ messages, frequency_penalty: 0.5, presence_penalty: -1, logit_bias: { "42": 10, "7": -100 }, logprobs: true, top_logprobs: 3, n: 2 } as ChatCompletionRequest);
+    expect([r.frequencyPenalty, r.presencePenalty, r.logprobs, r.topLogprobs, r.n]).toEqual([0.5, -1, true, 3, 2]);
+    expect([...r.logitBias!].sort((a, b) => a[0] - b[0])).toEqual([[7, -100], [42, 10]]);
+    expect(normalizeChatRequest({ messages } as ChatCompletionRequest)).toMatchObject({ logprobs: false, topLogprobs: 0, n: 1, logitBias: undefined });
+    for (const [request, field] of [
+      [{ frequency_penalty: 2.5 }, "frequency_penalty"],
+      [{ presence_penalty: -3 }, "presence_penalty"],
+      [{ presence_penalty: "1" }, "presence_penalty"],
+      [{ logit_bias: { "42": 101 } }, "logit_bias"],
+      [{ logit_bias: { "42": -100.5 } }, "logit_bias"],
+      [{ logit_bias: { abc: 1 } }, "logit_bias"],
+      [{ logit_bias: { "-1": 1 } }, "logit_bias"],
+      [{ logit_bias: [1] }, "logit_bias"],
+      [{ logprobs: "yes" }, "logprobs"],
+      [{ top_logprobs: 3 }, "top_logprobs"],
+      [{ logprobs: false, top_logprobs: 3 }, "top_logprobs"],
+      [{ logprobs: true, top_logprobs: 21 }, "top_logprobs"],
+      [{ logprobs: true, top_logprobs: 1.5 }, "top_logprobs"],
+      [{ n: 0 }, "n"],
+      [{ n: 129 }, "n"],
+    ] as const) {
+      expect(param({ messages, ...request }), JSON.stringify(request)).toBe(field);
+    }
   });
 
   it("reasoning_effort is the thinking switch unless chat_template_kwargs sets it", () => {
