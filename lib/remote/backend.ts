@@ -11,6 +11,7 @@
  */
 import { LlamapegError } from "../errors.js";
 import { escapeRegex } from "../llama/generate-options.js";
+import { invalidRequest } from "../openai/errors.js";
 import type { CompletionTarget, PromptInput, SamplingGrammar, TargetChatInfo, TargetRequest } from "../openai/target.js";
 import { RemoteError } from "./errors.js";
 import { Fleet, type Strategy } from "./fleet.js";
@@ -64,6 +65,15 @@ const NO_SERVER_PARSE = JSON.stringify({ parsers: [{ type: "epsilon" }], rules: 
 /** The final event's fields worth sending (the default adds the prompt text and the grammar). */
 const FINAL_FIELDS = ["content", "tokens", "stop", "stop_type", "truncated", "tokens_predicted", "tokens_evaluated", "timings"];
 
+/**
+ * What llama-server cannot give as in-process: log probabilities (its n_probs come from the raw
+ * logits or the post-sampling candidates, not the in-process sampler's after bias and penalties,
+ * and the stream's exact bytes already take n_probs 1 after sampling).
+ */
+function checkRemoteFields(request: TargetRequest): void {
+  if (request.logprobs === true) invalidRequest("logprobs", "not supported on a llama-server target (its n_probs are not the in-process sampler's log probabilities)");
+}
+
 type TriggerJson = { type: number; value: string; token?: number };
 
 export class LlamaServerBackend implements CompletionTarget {
@@ -112,6 +122,7 @@ export class LlamaServerBackend implements CompletionTarget {
    */
   async generate(request: TargetRequest): Promise<RemoteGeneration> {
     if (this.#closed) throw new LlamapegError("ERR_DISPOSED", "this llama-server backend was closed");
+    checkRemoteFields(request);
     const signal = request.signal;
     const reference = await this.#referenceProps();
     const tried = new Set<RemoteServer>();
@@ -218,13 +229,15 @@ export class LlamaServerBackend implements CompletionTarget {
       n_predict: request.maxTokens ?? -1,
       seed: request.seed ?? -1,
       temperature: request.temperature ?? 0.8,
-      top_k: 40,
+      top_k: request.topK ?? 40,
       top_p: request.topP ?? 0.95,
-      min_p: 0.05,
-      repeat_penalty: 1,
+      min_p: request.minP ?? 0.05,
+      repeat_penalty: request.repeatPenalty ?? 1,
       repeat_last_n: 64,
-      presence_penalty: 0,
-      frequency_penalty: 0,
+      presence_penalty: request.presencePenalty ?? 0,
+      frequency_penalty: request.frequencyPenalty ?? 0,
+      // llama-server's array form: [[token id, bias], ...] (it skips ids outside its vocabulary)
+      logit_bias: request.logitBias === undefined ? [] : [...request.logitBias],
       dry_multiplier: 0,
       typical_p: 1,
       xtc_probability: 0,

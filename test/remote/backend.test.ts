@@ -112,6 +112,22 @@ describe("the /completion request", () => {
     expect(body.stop).toBeUndefined(); // stop strings are cut on our side
   });
 
+  it("passes the sampler fields through (llama-server's names); logprobs is a 400 naming it", async () => {
+    const s = await fake();
+    const b = connect(s.url);
+    const over = { topK: 7, minP: 0.2, repeatPenalty: 1.3, frequencyPenalty: 0.5, presencePenalty: -1, logitBias: new Map([[3, -100], [9, 2.5]]) };
+    await (await b.generate(request(over))).result();
+    expect(s.bodies[0]).toMatchObject({ top_k: 7, min_p: 0.2, repeat_penalty: 1.3, frequency_penalty: 0.5, presence_penalty: -1, logit_bias: [[3, -100], [9, 2.5]] });
+    let caught: unknown;
+    try {
+      await b.generate(request({ logprobs: true }));
+    } catch (e) {
+      caught = e;
+    }
+    expect(caught).toMatchObject({ code: "ERR_INVALID_REQUEST", where: "logprobs" });
+    expect(s.bodies.length).toBe(1);
+  });
+
   it("maps a lazy grammar's triggers as the in-process target does", async () => {
     const s = await fake({ specials: { "<|tool|>": 9, "<call>": 8 }, control: [9] });
     const b = connect(s.url);

@@ -107,6 +107,11 @@ describe("connectLlamaServer: same chunks as in-process", { timeout: 240_000 }, 
     expect(comparable(remote)).toEqual(comparable(local));
   });
 
+  it("penalties, logit_bias, top_k / min_p / repeat_penalty reach llama-server's sampler as in-process (seeded)", async () => {
+    const { local, remote } = await both({ messages: user, temperature: 0.8, seed: 11, max_tokens: 48, presence_penalty: 1.5, frequency_penalty: 0.5, repeat_penalty: 1.2, top_k: 20, min_p: 0.1, logit_bias: { "42": 3 } });
+    expect(comparable(remote)).toEqual(comparable(local));
+  });
+
   it("tool_choice required, calls only: the eager grammar (with its prefill), calls streamed", async () => {
     const { local, remote } = await both({ messages: user, tools: TOOLS, tool_choice: "required", calls_only: true, temperature: 0, max_tokens: 40 });
     const calls = remote.flatMap((c) => c.choices[0]?.delta.tool_calls ?? []);
