@@ -33,9 +33,6 @@ export function mapCallOptions(o: LanguageModelV4CallOptions, modelId: string): 
     return [];
   });
   const choice = toolChoice(o.toolChoice);
-  // Not in this build's sampler yet (an OpenAI request with them is a 400; here a warning, as the AI SDK expects).
-  if (o.presencePenalty !== undefined && o.presencePenalty !== 0) warnings.push({ type: "unsupported", feature: "presencePenalty" });
-  if (o.frequencyPenalty !== undefined && o.frequencyPenalty !== 0) warnings.push({ type: "unsupported", feature: "frequencyPenalty" });
   // headers: the AI SDK always sends some (user agent); in-process they have no meaning, so no warning.
 
   let responseFormat: ChatCompletionRequest["response_format"];
@@ -61,6 +58,9 @@ export function mapCallOptions(o: LanguageModelV4CallOptions, modelId: string): 
     ...(o.temperature !== undefined ? { temperature: o.temperature } : {}),
     ...(o.topP !== undefined ? { top_p: o.topP } : {}),
     ...(o.topK !== undefined ? { top_k: o.topK } : {}),
+    // OpenAI's penalties (-2..2), as the sampler takes them
+    ...(o.presencePenalty !== undefined ? { presence_penalty: o.presencePenalty } : {}),
+    ...(o.frequencyPenalty !== undefined ? { frequency_penalty: o.frequencyPenalty } : {}),
     ...(o.seed !== undefined ? { seed: o.seed } : {}),
     ...(o.stopSequences !== undefined && o.stopSequences.length > 0 ? { stop: o.stopSequences } : {}),
     ...(Object.keys(kwargs).length > 0 ? { chat_template_kwargs: kwargs } : {}),

@@ -149,12 +149,19 @@ describe("llamapeg/ai-sdk with the ai package", () => {
     expect(context.tokens.length).toBeLessThan(1500);
   });
 
-  it("settings: topK reaches the sampler (topK 1 is greedy); penalties are warnings", async () => {
+  it("settings: topK reaches the sampler (topK 1 is greedy); presence/frequency penalties too", async () => {
     const llamapeg = createLlamapeg({ context });
     const greedy = await generateText({ model: llamapeg(), prompt: "count", maxOutputTokens: 16, temperature: 0 });
-    const k1 = await generateText({ model: llamapeg(), prompt: "count", maxOutputTokens: 16, temperature: 1.5, topK: 1, seed: 3, presencePenalty: 0.5 });
+    const k1 = await generateText({ model: llamapeg(), prompt: "count", maxOutputTokens: 16, temperature: 1.5, topK: 1, seed: 3 });
     expect(k1.text).toBe(greedy.text);
-    expect(k1.warnings).toEqual([{ type: "unsupported", feature: "presencePenalty" }]);
+    expect(k1.warnings).toEqual([]);
+    // a negative penalty rewards tokens already written: the greedy output changes (starts repeating)
+    const long = await generateText({ model: llamapeg(), prompt: "count", maxOutputTokens: 150, temperature: 0 });
+    for (const penalty of [{ presencePenalty: -2 }, { frequencyPenalty: -2 }]) {
+      const r = await generateText({ model: llamapeg(), prompt: "count", maxOutputTokens: 150, temperature: 0, ...penalty });
+      expect(r.text, JSON.stringify(penalty)).not.toBe(long.text);
+      expect(r.warnings).toEqual([]);
+    }
   });
 
   it("calls on one context run one after another", async () => {
