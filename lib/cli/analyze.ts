@@ -11,7 +11,7 @@ import { LlamapegError } from "../errors.js";
 import { getGgufNumber, getGgufString, ggufValueToJs, readGgufFileSync } from "../gguf/index.js";
 import { buildCompletionPlan } from "../openai/plan.js";
 import { normalizeChatRequest } from "../openai/request.js";
-import { parseFlags, stringFlag } from "./args.js";
+import { parseFlags, stringFlag, toolChoiceFlag } from "./args.js";
 import { DEMO_TOOLS } from "./demo-tools.js";
 import { ggufModelFacts, summarizeModel, type ModelFacts } from "./model-summary.js";
 import { readToolsFile } from "./tools-file.js";
@@ -23,7 +23,7 @@ export const ANALYZE_USAGE = `llamapeg analyze <template.jinja | model.gguf> [op
   --template-name NAME  a named template of the GGUF (e.g. tool_use)
   --tools FILE          OpenAI tools JSON array (default: the demo set; "none": no tools)
   --tool-choice MODE    auto | required | none | <tool name> (default auto)
-  --calls-only          with required: calls only
+  --calls-only          the same as --tool-choice required
   --json                one JSON object: {analysis, plan}`;
 
 interface TemplateSource {
@@ -82,13 +82,12 @@ export async function analyzeCommand(argv: string[]): Promise<void> {
   const src = readTemplateSource(positionals[0]!, stringFlag(values, "template-name"));
   const toolsPath = stringFlag(values, "tools");
   const tools: ChatTool[] = toolsPath === undefined ? DEMO_TOOLS : readToolsFile(toolsPath);
-  const choice = (values["tool-choice"] as string | undefined) ?? "auto";
+  const choice = toolChoiceFlag(values, "auto", "analyze");
   const toolChoice = ["auto", "required", "none"].includes(choice) ? choice : { type: "function", function: { name: choice } };
   const analysis = analyzeTemplate(src.template, { bosToken: src.bos, eosToken: src.eos });
   const request = normalizeChatRequest({
     messages: [{ role: "user", content: "hi" }],
     ...(tools.length > 0 ? { tools, tool_choice: toolChoice as never } : {}),
-    ...(values["calls-only"] === true ? { calls_only: true } : {}),
   });
   const plan = buildCompletionPlan(src.template, request, { bos: src.bos, eos: src.eos });
   if (values.json === true) {

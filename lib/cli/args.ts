@@ -40,3 +40,15 @@ export function stringFlag(values: FlagValues, name: string): string | undefined
   const raw = values[name];
   return typeof raw === "string" ? raw : undefined;
 }
+
+/**
+ * `--tool-choice`, with `--calls-only` as its alias for `required` (OpenAI's `required` already
+ * means the calls alone, issue 10.2). A named tool stays named (also calls only); `--calls-only`
+ * with `auto` or `none` contradicts itself: a usage error.
+ */
+export function toolChoiceFlag(values: FlagValues, fallback: string, command: string): string {
+  const given = stringFlag(values, "tool-choice");
+  if (values["calls-only"] !== true) return given ?? fallback;
+  if (given === "auto" || given === "none") throw new UsageError(`--calls-only means --tool-choice required; it cannot go with --tool-choice ${given}`, command);
+  return given ?? "required";
+}

@@ -8,10 +8,10 @@ import { readFileSync } from "node:fs";
 
 import type { ChatTool } from "../chat/tools.js";
 import { LlamapegError } from "../errors.js";
-import { loadModel, type Context } from "../llama/index.js";
+import { loadModel, type Context, type ContextOptions } from "../llama/index.js";
 import type { ChatCompletionRequest, ToolChoice } from "../openai/index.js";
 import { ensureTestModel } from "../test-model/index.js";
-import { intFlag, numFlag, parseFlags, stringFlag } from "./args.js";
+import { intFlag, numFlag, parseFlags, stringFlag, toolChoiceFlag } from "./args.js";
 import { runTurn, type TurnOptions } from "./chat-turn.js";
 import { DEMO_PROMPT, DEMO_TOOLS } from "./demo-tools.js";
 import { interactiveChat } from "./chat-interactive.js";
@@ -32,7 +32,7 @@ export const CHAT_USAGE = `llamapeg chat [options]
   --tools FILE          OpenAI tools JSON array (default: a demo set: get_weather, search_web; "none": no tools)
                         interactive: the demo tools answer with canned results; with FILE you type them
   --tool-choice MODE    auto | required | none | <tool name> (default: required on the test model, else auto)
-  --calls-only          with required: the output is only the calls, no text before them (default on the test model)
+  --calls-only          the same as --tool-choice required: the output is only the calls, no text before them
   --json-schema FILE    answer with JSON valid against this schema (with tools: a call or such JSON)
   --chat-template FILE  a Jinja chat template instead of the model's
   --no-grammar          sample freely (the output is still parsed)
@@ -57,6 +57,15 @@ function readTemplate(path: string): string {
   } catch (e) {
     throw new LlamapegError("ERR_INVALID_ARGUMENT", `--chat-template ${path}: ${(e as NodeJS.ErrnoException).code === "ENOENT" ? "no such file" : (e as Error).message}`, { where: path });
   }
+}
+
+/**
+ * The chat's context. Interactive: a long chat goes on past a full context (the older half of the
+ * tokens after the first drops out, as llama-server's context shift does) instead of stopping
+ * mid-answer; one-shot runs stop at a full context, as a script expects.
+ */
+export function chatContextOptions(contextSize: number, threads: number | undefined, interactive: boolean): ContextOptions {
+  return { contextSize, ...(interactive ? { contextShift: true } : {}), ...(threads === undefined ? {} : { threads }) };
 }
 
 export async function chatCommand(argv: string[]): Promise<void> {
@@ -91,13 +100,11 @@ export async function chatCommand(argv: string[]): Promise<void> {
   const testModel = values.model === undefined;
   const toolsPath = stringFlag(values, "tools");
   const tools = toolsPath === undefined ? DEMO_TOOLS : readToolsFile(toolsPath);
-  const toolChoice = tools.length === 0 ? "none" : toolChoiceOf(stringFlag(values, "tool-choice") ?? (testModel ? "required" : "auto"), tools);
+  const toolChoice = tools.length === 0 ? "none" : toolChoiceOf(toolChoiceFlag(values, testModel ? "required" : "auto", "chat"), tools);
   const schemaPath = stringFlag(values, "json-schema");
   const templatePath = stringFlag(values, "chat-template");
   const base: Omit<ChatCompletionRequest, "messages"> = {
     ...(tools.length > 0 ? { tools, tool_choice: toolChoice } : {}),
-    // Random weights never choose to write a call marker by themselves: on the test model, calls only.
-    ...(testModel || values["calls-only"] === true ? { calls_only: true } : {}),
     ...(schemaPath !== undefined ? { response_format: { type: "json_schema" as const, json_schema: { name: "answer", schema: readJsonFile(schemaPath, "json-schema") as Record<string, unknown> } } } : {}),
     ...(templatePath !== undefined ? { chat_template: readTemplate(templatePath) } : {}),
     ...(values["no-grammar"] === true ? { grammar: false as const } : {}),
@@ -124,7 +131,7 @@ export async function chatCommand(argv: string[]): Promise<void> {
   const model = await loadModel(modelPath, { onProgress: (p: number) => bar.update(p) });
   bar.done();
   try {
-    const context: Context = model.createContext({ contextSize, ...(threads === undefined ? {} : { threads }) });
+    const context: Context = model.createContext(chatContextOptions(contextSize, threads, interactive));
     if (!interactive) {
       await runTurn(context, { ...base, messages: [{ role: "user", content: prompt! }] }, turnOptions);
       return;

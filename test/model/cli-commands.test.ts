@@ -7,8 +7,10 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 
 import { analyzeCommand } from "../../lib/cli/analyze.js";
 import { benchCommand } from "../../lib/cli/bench.js";
-import { chatCommand } from "../../lib/cli/chat.js";
-import { replayCompletion, validateJson, type ChatCompletion, type CompletionRecord } from "../../lib/openai/index.js";
+import { chatCommand, chatContextOptions } from "../../lib/cli/chat.js";
+import { UsageError } from "../../lib/cli/usage-error.js";
+import { loadModel } from "../../lib/llama/index.js";
+import { createChatCompletion, replayCompletion, validateJson, type ChatCompletion, type CompletionRecord } from "../../lib/openai/index.js";
 import { DEMO_TOOLS } from "../../lib/cli/demo-tools.js";
 import { ensureTestModel } from "../../lib/test-model/index.js";
 
@@ -68,6 +70,39 @@ describe("llamapeg analyze", () => {
     const text = await capture(() => analyzeCommand([path]));
     expect(text).toMatch(/tool calls\s+json_native/);
     expect(text).toMatch(/grammar\s+lazy, triggers/);
+  });
+});
+
+describe("--calls-only", () => {
+  it("is --tool-choice required (the same plan); with auto or none it is a usage error", async () => {
+    const path = await ensureTestModel("tiny");
+    const grammar = async (...flags: string[]) => (JSON.parse(await capture(() => analyzeCommand([path, "--json", ...flags]))) as { plan: { grammar: unknown } }).plan.grammar;
+    const required = await grammar("--tool-choice", "required");
+    expect(await grammar("--calls-only")).toEqual(required);
+    expect(await grammar("--calls-only")).not.toEqual(await grammar());
+    for (const choice of ["auto", "none"]) {
+      const e = await analyzeCommand([path, "--calls-only", "--tool-choice", choice]).then(() => null, (x: unknown) => x);
+      expect(e).toBeInstanceOf(UsageError);
+      expect((e as Error).message).toMatch(/--calls-only means --tool-choice required/);
+    }
+  });
+});
+
+describe("the chat's context", () => {
+  it("interactive: context shift on, so a reply goes on past a full context; one-shot: off", async () => {
+    expect(chatContextOptions(256, 2, true)).toEqual({ contextSize: 256, contextShift: true, threads: 2 });
+    expect(chatContextOptions(256, undefined, false)).toEqual({ contextSize: 256 });
+    const model = await loadModel(await ensureTestModel("tiny"));
+    try {
+      const request = { messages: [{ role: "user", content: "Tell me a long story" }], temperature: 0, max_tokens: 400 };
+      const shifting = await createChatCompletion(model.createContext(chatContextOptions(256, 2, true)), request);
+      expect(shifting.usage.completion_tokens).toBe(400);
+      const plain = await createChatCompletion(model.createContext(chatContextOptions(256, 2, false)), request);
+      expect(plain.usage.completion_tokens).toBeLessThan(256);
+      expect(plain.choices[0].finish_reason).toBe("length");
+    } finally {
+      model.dispose();
+    }
   });
 });
 
