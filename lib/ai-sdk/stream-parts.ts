@@ -21,9 +21,14 @@ export function usageOf(c: ChatCompletion): LanguageModelV4Usage {
   };
 }
 
-/** What the final message adds beyond OpenAI's fields: parse errors, warnings, timings. */
-export function providerMetadata(c: ChatCompletion): { llamapeg: { parseErrors: unknown[]; warnings: string[]; timings: Record<string, number> } } {
-  return { llamapeg: { parseErrors: c.llamapeg.parse_errors, warnings: c.llamapeg.warnings, timings: { ...c.llamapeg.timings } } };
+/**
+ * What the final message adds beyond OpenAI's fields: parse errors, warnings, timings, and with
+ * `providerOptions.llamapeg: {logprobs: true, top_logprobs}` the tokens' log probabilities (OpenAI's
+ * `logprobs.content` entries, as @ai-sdk/openai puts them in `providerMetadata.openai.logprobs`).
+ */
+export function providerMetadata(c: ChatCompletion): { llamapeg: { parseErrors: unknown[]; warnings: string[]; timings: Record<string, number>; logprobs?: unknown[] } } {
+  const logprobs = c.choices[0].logprobs?.content;
+  return { llamapeg: { parseErrors: c.llamapeg.parse_errors, warnings: c.llamapeg.warnings, timings: { ...c.llamapeg.timings }, ...(logprobs !== undefined ? { logprobs } : {}) } };
 }
 
 interface OpenCall {

@@ -164,6 +164,16 @@ describe("llamapeg/ai-sdk with the ai package", () => {
     }
   });
 
+  it("providerOptions.llamapeg logprobs: providerMetadata.llamapeg.logprobs, one entry per output token", async () => {
+    const llamapeg = createLlamapeg({ context });
+    const r = await generateText({ model: llamapeg(), prompt: "count", maxOutputTokens: 8, temperature: 0, providerOptions: { llamapeg: { logprobs: true, top_logprobs: 2 } } });
+    const logprobs = r.providerMetadata!.llamapeg!.logprobs as { logprob: number; top_logprobs: unknown[] }[];
+    expect(logprobs.length).toBe(r.usage.outputTokens);
+    expect(logprobs.every((e) => e.logprob <= 0 && e.top_logprobs.length === 2)).toBe(true);
+    const plain = await generateText({ model: llamapeg(), prompt: "count", maxOutputTokens: 8, temperature: 0 });
+    expect(plain.providerMetadata!.llamapeg!.logprobs).toBeUndefined();
+  });
+
   it("calls on one context run one after another", async () => {
     const llamapeg = createLlamapeg({ context });
     const runs = await Promise.all([1, 2, 3].map((seed) => generateText({ model: llamapeg(), prompt: `q${seed}`, maxOutputTokens: 8, seed })));

@@ -43,7 +43,8 @@ describe("request checks", () => {
     expect(paramOf({ messages: user, temperature: 3 })).toBe("temperature");
     expect(paramOf({ messages: user, max_tokens: 0 })).toBe("max_tokens");
     expect(paramOf({ messages: user, stop: ["a", "b", "c", "d", "e"] })).toBe("stop");
-    expect(paramOf({ messages: user, n: 2 })).toBe("n");
+    expect(paramOf({ messages: user, n: 0 })).toBe("n");
+    expect(paramOf({ messages: user, n: 129 })).toBe("n");
     expect(paramOf({ messages: [] })).toBe("messages");
   });
 
