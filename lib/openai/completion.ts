@@ -201,9 +201,9 @@ async function* runAll(prepared: Prepared | Promise<Prepared>, onRecord: Complet
       yield withIndex(step.value, i);
     }
   } finally {
-    // An error in one choice, or a consumer that stops early, ends the others' generations too.
-    for (const i of pending.keys()) gens[i]!.return(undefined as never).catch(() => undefined);
-    await Promise.all(pending.values());
+    // An error in one choice, or a consumer that stops early, ends the others' generations too,
+    // and their targets are free again before this returns (return() runs after the pending next()).
+    await Promise.all([...pending.keys()].map((i) => gens[i]!.return(undefined as never).catch(() => undefined)));
   }
   const first = results[0]!;
   const completionTokens = results.reduce((sum, c) => sum + c.usage.completion_tokens, 0);

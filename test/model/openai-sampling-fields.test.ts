@@ -119,6 +119,24 @@ describe("n", () => {
     }
   });
 
+  it("n=2: leaving the stream early, or an abort, ends both generations before it returns", async () => {
+    const shared = model.createContext({ contextSize: 1024, sequences: 2, threads: 2 });
+    try {
+      const seqs = [shared.getSequence(), shared.getSequence()];
+      let seen = 0;
+      for await (const _ of createChatCompletion(seqs, { messages, n: 2, temperature: 1, max_tokens: 200, stream: true })) if (++seen === 6) break;
+      expect(seqs.map((q) => q.busy)).toEqual([false, false]);
+      const abort = new AbortController();
+      const consume = async () => {
+        for await (const _ of createChatCompletion(seqs, { messages, n: 2, temperature: 1, max_tokens: 200, stream: true, signal: abort.signal })) abort.abort(new Error("stop"));
+      };
+      await expect(consume()).rejects.toMatchObject({ code: "ERR_ABORTED" });
+      expect(seqs.map((q) => q.busy)).toEqual([false, false]);
+    } finally {
+      shared.dispose();
+    }
+  });
+
   it("n=2 on one target is a 400 naming n", async () => {
     let caught: unknown;
     try {
