@@ -55,6 +55,8 @@ interface Prepared {
   plan: CompletionPlan;
   request: TargetRequest;
   meta: { id: string; created: number; model: string };
+  /** Gives back sequences taken for the choices (n > 1 on a Context). */
+  release?: () => void;
 }
 
 function prepareWith(targets: CompletionTarget[], r: NormalizedChatRequest, info: TargetChatInfo, options: CompletionOptions): Prepared {
@@ -83,16 +85,66 @@ function prepareWith(targets: CompletionTarget[], r: NormalizedChatRequest, info
   return { targets, r, plan, request, meta };
 }
 
+/** A `Context`: hands out sequences of its own (duck-typed: this layer does not import the native one). */
+interface SequenceSource {
+  readonly sequences: number;
+  readonly sequencesInUse: number;
+  getSequence(): CompletionTargetLike & { dispose(): void };
+}
+
+function isSequenceSource(t: unknown): t is SequenceSource {
+  return typeof t === "object" && t !== null && typeof (t as Partial<SequenceSource>).getSequence === "function" && typeof (t as Partial<SequenceSource>).sequences === "number";
+}
+
+/**
+ * The targets of the choices: the array given, or for n > 1 on a `Context`, n free sequences of it
+ * (given back when the completion ends). Too few: a 400 naming `n` that says why.
+ */
+function choiceTargets(targetLike: CompletionTargets, n: number): { targets: CompletionTarget[]; release?: () => void } {
+  if (Array.isArray(targetLike)) {
+    const targets = (targetLike as readonly CompletionTargetLike[]).map(completionTarget);
+    if (targets.length === 0) throw new LlamapegError("ERR_INVALID_ARGUMENT", "createChatCompletion needs at least one completion target", { where: "target" });
+    if (n > targets.length) invalidRequest("n", `n=${n} needs ${n} sequences to run on, one per choice; got ${targets.length} target${targets.length === 1 ? "" : "s"}`);
+    return { targets };
+  }
+  const single = targetLike as CompletionTargetLike;
+  if (n === 1) return { targets: [completionTarget(single)] };
+  if (!isSequenceSource(single)) invalidRequest("n", `n=${n} needs ${n} sequences to run on, one per choice; got one target (pass an array of ${n} sequences, or a Context with ${n} free sequences)`);
+  const free = single.sequences - single.sequencesInUse;
+  if (free < n) invalidRequest("n", `n=${n} needs ${n} free sequences; this context has ${single.sequences} (${free} free): create it with sequences: ${n} or more`);
+  const held: (CompletionTargetLike & { dispose(): void })[] = [];
+  const release = () => {
+    for (const s of held.splice(0)) s.dispose();
+  };
+  try {
+    for (let i = 0; i < n; i++) held.push(single.getSequence());
+  } catch (e) {
+    release();
+    throw e;
+  }
+  return { targets: held.map((s) => completionTarget(s)), release };
+}
+
 /** Checks the request and builds the plan: at once when the target answers `chatInfo()` synchronously. */
 function prepare(targetLike: CompletionTargets, request: ChatCompletionRequest, options: CompletionOptions): Prepared | Promise<Prepared> {
-  const targets = Array.isArray(targetLike) ? (targetLike as readonly CompletionTargetLike[]).map(completionTarget) : [completionTarget(targetLike as CompletionTargetLike)];
-  if (targets.length === 0) throw new LlamapegError("ERR_INVALID_ARGUMENT", "createChatCompletion needs at least one completion target", { where: "target" });
+  if (targetLike === null || typeof targetLike !== "object") completionTarget(targetLike as CompletionTargetLike); // throws, naming the target
   const r = normalizeChatRequest(request);
-  if (r.n > targets.length) {
-    invalidRequest("n", `n=${r.n} needs ${r.n} sequences to run on, one per choice; got ${targets.length} target${targets.length === 1 ? "" : "s"} (pass an array of ${r.n} sequences)`);
+  const { targets, release } = choiceTargets(targetLike, r.n);
+  const withRelease = (p: Prepared): Prepared => (release === undefined ? p : { ...p, release });
+  try {
+    const info = targets[0]!.chatInfo();
+    if (!(info instanceof Promise)) return withRelease(prepareWith(targets, r, info, options));
+    return info.then(
+      (i) => withRelease(prepareWith(targets, r, i, options)),
+      (e: unknown) => {
+        release?.();
+        throw e;
+      },
+    );
+  } catch (e) {
+    release?.();
+    throw e;
   }
-  const info = targets[0]!.chatInfo();
-  return info instanceof Promise ? info.then((i) => prepareWith(targets, r, i, options)) : prepareWith(targets, r, info, options);
 }
 
 /** The shared loop of one choice: generation -> assembler -> chunks; the last value is the completion. */
@@ -183,6 +235,15 @@ async function* runAll(prepared: Prepared | Promise<Prepared>, onRecord: Complet
   const p = await prepared;
   const n = p.r.n;
   if (n === 1) return yield* run(p, 0, onRecord, p.r.includeUsage);
+  try {
+    return yield* runChoices(p, onRecord);
+  } finally {
+    p.release?.();
+  }
+}
+
+async function* runChoices(p: Prepared, onRecord: CompletionOptions["onRecord"]): AsyncGenerator<ChatCompletionChunk, ChatCompletion> {
+  const n = p.r.n;
   const gens = Array.from({ length: n }, (_, i) => run(p, i, onRecord, false));
   type Step = { i: number; step?: IteratorResult<ChatCompletionChunk, ChatCompletion>; error?: unknown };
   const pull = (i: number): Promise<Step> => gens[i]!.next().then((step) => ({ i, step }), (error: unknown) => ({ i, error }));

@@ -3,10 +3,10 @@
 // runs one choice per sequence.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
-import { LlamapegError } from "../../lib/errors.js";
 import { loadModel, type Context, type Model } from "../../lib/llama/index.js";
 import { createChatCompletion, type ChatCompletion, type ChatCompletionChunk, type ChatCompletionRequest, type CompletionRecord } from "../../lib/openai/index.js";
 import { ensureTestModel } from "../../lib/test-model/index.js";
+import { codeOf } from "./helpers.js";
 
 let model: Model;
 let context: Context;
@@ -137,15 +137,32 @@ describe("n", () => {
     }
   });
 
-  it("n=2 on one target is a 400 naming n", async () => {
-    let caught: unknown;
+  it("n=2 on a Context runs on two free sequences of it and gives them back; too few free: a 400 naming n that says why", async () => {
+    const roomy = model.createContext({ contextSize: 1024, sequences: 2, threads: 2 });
     try {
-      await createChatCompletion(context, { messages, n: 2, max_tokens: 4 });
-    } catch (e) {
-      caught = e;
+      const c = await createChatCompletion(roomy, { messages, n: 2, temperature: 1, seed: 5, max_tokens: 10 });
+      expect(c.choices.map((x) => x.index)).toEqual([0, 1]);
+      expect(roomy.sequencesInUse).toBe(0);
+      const chunks = await collect(createChatCompletion(roomy, { messages, n: 2, temperature: 1, seed: 5, max_tokens: 10, stream: true }));
+      expect(new Set(chunks.flatMap((k) => k.choices.map((x) => x.index)))).toEqual(new Set([0, 1]));
+      expect(roomy.sequencesInUse).toBe(0);
+      const held = roomy.getSequence();
+      const e = await codeOf(() => createChatCompletion(roomy, { messages, n: 2, max_tokens: 4 }));
+      expect(e.where).toBe("n");
+      expect(e.message).toMatch(/n=2 needs 2 free sequences; this context has 2 \(1 free\)/);
+      held.dispose();
+    } finally {
+      roomy.dispose();
     }
-    expect(caught).toBeInstanceOf(LlamapegError);
-    expect((caught as LlamapegError).where).toBe("n");
-    expect((caught as LlamapegError).message).toMatch(/n=2 needs 2 sequences/);
+  });
+
+  it("n=2 on one Sequence (or a one-sequence context in use) is a 400 naming n", async () => {
+    const e = await codeOf(() => createChatCompletion(context, { messages, n: 2, max_tokens: 4 }));
+    expect(e.where).toBe("n");
+    expect(e.message).toMatch(/n=2 needs 2 free sequences/);
+    const seq = model.createContext({ contextSize: 512, threads: 1 }).getSequence();
+    const s = await codeOf(() => createChatCompletion(seq, { messages, n: 2, max_tokens: 4 }));
+    expect(s.where).toBe("n");
+    expect(s.message).toMatch(/pass an array of 2 sequences/);
   });
 });
