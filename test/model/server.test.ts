@@ -65,6 +65,21 @@ describe("the openai client", () => {
     expect(c.usage?.completion_tokens).toBeGreaterThan(0);
   });
 
+  it("n=2 with logprobs: its stream helper assembles both choices and their logprobs, equal to the non-stream answer", async () => {
+    const params = { model: "tiny", messages: [{ role: "user" as const, content: "Count" }], max_tokens: 10, n: 2, temperature: 0, logprobs: true, top_logprobs: 2 };
+    const whole = await client().chat.completions.create(params);
+    expect(whole.choices.map((c) => c.index)).toEqual([0, 1]);
+    const streamed = await client().chat.completions.stream(params).finalChatCompletion();
+    expect(streamed.choices.length).toBe(2);
+    for (const i of [0, 1]) {
+      const content = whole.choices[i]!.logprobs!.content!;
+      expect(content.length).toBeGreaterThan(0);
+      expect(content.every((e) => e.top_logprobs.length === 2 && e.logprob <= 0)).toBe(true);
+      expect(streamed.choices[i]!.logprobs!.content).toEqual(content);
+      expect(streamed.choices[i]!.message.content).toBe(whole.choices[i]!.message.content);
+    }
+  });
+
   it("streamed tool calls, assembled by its stream helper, equal the in-process completion", async () => {
     const request = { model: "tiny", messages: [{ role: "user" as const, content: "Pick a number" }], tools, tool_choice: { type: "function" as const, function: { name: "pick" } }, temperature: 0, max_tokens: 60 };
     const whole = await createChatCompletion(reference, request);
