@@ -18,7 +18,8 @@ export const SERVE_USAGE = `llamapeg serve [options]
   --model PATH              a GGUF model (default: the tiny random-weight test model, created on first use)
   --host HOST               default 127.0.0.1 (loopback); any other host needs --api-key or --allow-unauthenticated
   --port N                  default 8080 (0: any free port)
-  --parallel N              requests generated at once, as sequences of one context (default 1); more wait in a queue
+  --parallel N              requests generated at once, as sequences of one context (default 1); more wait in a queue;
+                            a request with n choices takes n of them (n above N: 400)
   --max-queue N             requests that may wait for a slot; past that 429 (default 64)
   --api-key KEY             require Authorization: Bearer KEY (default: $LLAMAPEG_API_KEY)
   --allow-unauthenticated   serve a non-loopback host without an API key
