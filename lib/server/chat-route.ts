@@ -49,13 +49,19 @@ export async function chatCompletions(req: IncomingMessage, res: ServerResponse,
         sendJson(res, 200, completion);
         return 200;
       }
-      const chunks = createChatCompletion(slot, { ...request, stream: true, signal: abort.signal });
+      const chunks = createChatCompletion(slot, { ...request, stream: true, signal: abort.signal })[Symbol.asyncIterator]();
+      // The first chunk comes once the target has taken the request, so what the target refuses (a
+      // logit_bias id outside its vocabulary, logprobs on llama-server) is still a 400, before the headers.
+      let step = await chunks.next();
       const sse = new SseWriter(res);
       sse.start();
       try {
-        for await (const chunk of chunks) {
+        for (; !step.done; step = await chunks.next()) {
           // Leaving the loop closes the stream, which stops the generation before the slot is freed.
-          if (!(await sse.event(chunk))) break;
+          if (!(await sse.event(step.value))) {
+            await chunks.return?.();
+            break;
+          }
         }
         await sse.done();
       } catch (e) {

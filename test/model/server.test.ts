@@ -338,10 +338,12 @@ describe("the request contract over HTTP", () => {
     expect((await complete({ user: "u1", metadata: { a: "b" }, logprobs: false })).status).toBe(200);
   });
 
-  it("a logit_bias id outside the vocabulary is a 400 naming logit_bias", async () => {
-    const r = await complete({ logit_bias: { "99999999": 5 } });
-    expect(r.status).toBe(400);
-    expect(r.body.error!.param).toBe("logit_bias");
+  it("a logit_bias id outside the vocabulary is a 400 naming logit_bias, streamed or not", async () => {
+    for (const stream of [false, true]) {
+      const r = await complete({ logit_bias: { "99999999": 5 }, stream });
+      expect(r.status, `stream: ${stream}`).toBe(400);
+      expect(r.body.error!.param).toBe("logit_bias");
+    }
   });
 
   it("n=2 runs two choices on two of the 4 slots; streamed chunks carry each choice's index", async () => {
