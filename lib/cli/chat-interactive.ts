@@ -68,6 +68,19 @@ class Prompter {
   }
 }
 
+/**
+ * Removes the oldest exchange (the first user line and what followed it, up to the next user line)
+ * when it ends before `current` (the current turn's first message); returns how many messages went.
+ */
+export function dropOldestTurn(messages: Message[], current: number): number {
+  const first = messages.findIndex((m) => m.role === "user");
+  if (first < 0 || first >= current) return 0;
+  let next = first + 1;
+  while (next < current && messages[next]!.role !== "user") next++;
+  messages.splice(first, next - first);
+  return next - first;
+}
+
 /** Runs until the user ends the chat; returns the conversation. */
 export async function interactiveChat(
   context: Context,
@@ -104,13 +117,29 @@ export async function interactiveChat(
     for (;;) {
       const line = await prompter.ask("\n> ");
       if (line === null || line.trim() === "" || line.trim() === "/exit") return messages;
-      const mark = messages.length;
+      let mark = messages.length;
       messages.push({ role: "user", content: line });
+      // The context shifts while a reply is generated; a history that no longer fits as a prompt
+      // loses its oldest turns (up to the next user line), never the current one.
+      const fitting = async (request: Omit<ChatCompletionRequest, "messages">) => {
+        for (;;) {
+          current = new AbortController();
+          try {
+            return await runTurn(context, { ...request, messages, signal: current.signal }, turnOptions);
+          } catch (e) {
+            const dropped = e instanceof LlamapegError && e.code === "ERR_CONTEXT_FULL" ? dropOldestTurn(messages, mark) : 0;
+            if (dropped === 0) throw e;
+            mark -= dropped;
+            process.stderr.write(`${note.dim("[the conversation no longer fits the context: the oldest turn is left out]")}\n`);
+          } finally {
+            current = null;
+          }
+        }
+      };
       try {
         let request = base;
         for (let round = 0; ; round++) {
-          current = new AbortController();
-          const c = await runTurn(context, { ...request, messages, signal: current.signal }, turnOptions).finally(() => (current = null));
+          const c = await fitting(request);
           const m = c.choices[0].message;
           messages.push(m);
           const calls = m.tool_calls ?? [];

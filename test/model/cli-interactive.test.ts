@@ -99,4 +99,23 @@ describe("llamapeg chat, interactive", () => {
     expect(messages.map((m) => m.role), log.stderr).toEqual(["user", "assistant"]);
     expect((messages[1] as { tool_calls?: unknown[] }).tool_calls).toHaveLength(1);
   });
+
+  it("a long chat goes on: a history too long for the context loses its oldest turns, with a notice, not an error", async () => {
+    const small = model.createContext({ contextSize: 512, threads: 2, contextShift: true });
+    try {
+      const log = quiet();
+      const long = (i: number) => `${i} ${"word ".repeat(110)}`;
+      const io = user([1, 2, 3, 4, 5].map((i) => ({ when: /> $/, type: long(i) })).concat([{ when: /> $/, type: "/exit" }]));
+      const messages = await interactiveChat(small, { max_tokens: 40, temperature: 0 }, turn, { askForResults: false, io });
+      vi.restoreAllMocks();
+      expect(log.stderr).not.toMatch(/error:/);
+      expect(log.stderr).toMatch(/the oldest turn is left out/);
+      const users = messages.filter((m) => m.role === "user").map((m) => String(m.content).split(" ")[0]);
+      expect(users.at(-1)).toBe("5");
+      expect(users).not.toContain("1");
+      expect(messages.at(-1)).toMatchObject({ role: "assistant" });
+    } finally {
+      small.dispose();
+    }
+  });
 });
