@@ -55,8 +55,8 @@ interface Prepared {
   plan: CompletionPlan;
   request: TargetRequest;
   meta: { id: string; created: number; model: string };
-  /** Gives back sequences taken for the choices (n > 1 on a Context). */
-  release?: () => void;
+  /** n > 1 on a Context: takes the choices' sequences when the run starts (see choiceTargets). */
+  acquire?: () => { targets: CompletionTarget[]; release: () => void };
 }
 
 function prepareWith(targets: CompletionTarget[], r: NormalizedChatRequest, info: TargetChatInfo, options: CompletionOptions): Prepared {
@@ -96,55 +96,61 @@ function isSequenceSource(t: unknown): t is SequenceSource {
   return typeof t === "object" && t !== null && typeof (t as Partial<SequenceSource>).getSequence === "function" && typeof (t as Partial<SequenceSource>).sequences === "number";
 }
 
+/** Where the choices run: the targets, or (n > 1 on a Context) how to take them when the run starts. */
+interface ChoiceTargets {
+  /** Answers chatInfo() for the plan. */
+  info: CompletionTarget;
+  targets?: CompletionTarget[];
+  /** Takes n free sequences (a 400 naming n when they are gone) and how to give them back. */
+  acquire?: () => { targets: CompletionTarget[]; release: () => void };
+}
+
 /**
- * The targets of the choices: the array given, or for n > 1 on a `Context`, n free sequences of it
- * (given back when the completion ends). Too few: a 400 naming `n` that says why.
+ * The targets of the choices: the array given, or for n > 1 on a `Context`, n free sequences of it,
+ * taken when the run starts and given back when it ends. Too few: a 400 naming `n` that says why.
  */
-function choiceTargets(targetLike: CompletionTargets, n: number): { targets: CompletionTarget[]; release?: () => void } {
+function choiceTargets(targetLike: CompletionTargets, n: number): ChoiceTargets {
   if (Array.isArray(targetLike)) {
     const targets = (targetLike as readonly CompletionTargetLike[]).map(completionTarget);
     if (targets.length === 0) throw new LlamapegError("ERR_INVALID_ARGUMENT", "createChatCompletion needs at least one completion target", { where: "target" });
     if (n > targets.length) invalidRequest("n", `n=${n} needs ${n} sequences to run on, one per choice; got ${targets.length} target${targets.length === 1 ? "" : "s"}`);
-    return { targets };
+    return { info: targets[0]!, targets };
   }
   const single = targetLike as CompletionTargetLike;
-  if (n === 1) return { targets: [completionTarget(single)] };
+  const info = completionTarget(single);
+  if (n === 1) return { info, targets: [info] };
   if (!isSequenceSource(single)) invalidRequest("n", `n=${n} needs ${n} sequences to run on, one per choice; got one target (pass an array of ${n} sequences, or a Context with ${n} free sequences)`);
-  const free = single.sequences - single.sequencesInUse;
-  if (free < n) invalidRequest("n", `n=${n} needs ${n} free sequences; this context has ${single.sequences} (${free} free): create it with sequences: ${n} or more`);
-  const held: (CompletionTargetLike & { dispose(): void })[] = [];
-  const release = () => {
-    for (const s of held.splice(0)) s.dispose();
+  const tooFew = (free: number): never => invalidRequest("n", `n=${n} needs ${n} free sequences; this context has ${single.sequences} (${free} free): create it with sequences: ${n} or more`);
+  if (single.sequences - single.sequencesInUse < n) tooFew(single.sequences - single.sequencesInUse);
+  const acquire = () => {
+    const held: (CompletionTargetLike & { dispose(): void })[] = [];
+    const release = () => {
+      for (const s of held.splice(0)) s.dispose();
+    };
+    // Free at the check, taken since by someone else: the same 400.
+    if (single.sequences - single.sequencesInUse < n) tooFew(single.sequences - single.sequencesInUse);
+    try {
+      for (let i = 0; i < n; i++) held.push(single.getSequence());
+    } catch (e) {
+      release();
+      throw e;
+    }
+    return { targets: held.map((s) => completionTarget(s)), release };
   };
-  try {
-    for (let i = 0; i < n; i++) held.push(single.getSequence());
-  } catch (e) {
-    release();
-    throw e;
-  }
-  return { targets: held.map((s) => completionTarget(s)), release };
+  return { info, acquire };
 }
 
 /** Checks the request and builds the plan: at once when the target answers `chatInfo()` synchronously. */
 function prepare(targetLike: CompletionTargets, request: ChatCompletionRequest, options: CompletionOptions): Prepared | Promise<Prepared> {
   if (targetLike === null || typeof targetLike !== "object") completionTarget(targetLike as CompletionTargetLike); // throws, naming the target
   const r = normalizeChatRequest(request);
-  const { targets, release } = choiceTargets(targetLike, r.n);
-  const withRelease = (p: Prepared): Prepared => (release === undefined ? p : { ...p, release });
-  try {
-    const info = targets[0]!.chatInfo();
-    if (!(info instanceof Promise)) return withRelease(prepareWith(targets, r, info, options));
-    return info.then(
-      (i) => withRelease(prepareWith(targets, r, i, options)),
-      (e: unknown) => {
-        release?.();
-        throw e;
-      },
-    );
-  } catch (e) {
-    release?.();
-    throw e;
-  }
+  const choices = choiceTargets(targetLike, r.n);
+  const info = choices.info.chatInfo();
+  const done = (i: TargetChatInfo): Prepared => {
+    const p = prepareWith(choices.targets ?? [], r, i, options);
+    return choices.acquire === undefined ? p : { ...p, acquire: choices.acquire };
+  };
+  return info instanceof Promise ? info.then(done) : done(info);
 }
 
 /** The shared loop of one choice: generation -> assembler -> chunks; the last value is the completion. */
@@ -235,10 +241,12 @@ async function* runAll(prepared: Prepared | Promise<Prepared>, onRecord: Complet
   const p = await prepared;
   const n = p.r.n;
   if (n === 1) return yield* run(p, 0, onRecord, p.r.includeUsage);
+  if (p.acquire === undefined) return yield* runChoices(p, onRecord);
+  const { targets, release } = p.acquire();
   try {
-    return yield* runChoices(p, onRecord);
+    return yield* runChoices({ ...p, targets }, onRecord);
   } finally {
-    p.release?.();
+    release();
   }
 }
 
