@@ -224,8 +224,12 @@ async function main() {
     if (!file) continue;
     const plan = applyChatTemplate(readFileSync(join(dir, file), "utf8"), { messages: [{ role: "user", content: "Go" }], tools: tenTools(), tool_choice: "required" });
     if (!plan.grammar) continue;
-    const r = await program.call("mask.bench", { path: qwen, gbnf: plan.grammar, prefixes: [], warmAll: true });
-    report.cache.push({ plan: `${file.replace(/\.jinja$/, "")} + 10 tools`, warmMs: r.warmMs, entries: r.warmEntries, trieMs: r.vocabBuildMs, ok: r.warmOk });
+    // Five builds, each of a fresh grammar state: the first and the median (a loaded machine
+    // makes any single one noisy; the bound is judged on the median).
+    const builds = [];
+    for (let k = 0; k < 5; k++) builds.push(await program.call("mask.bench", { path: qwen, gbnf: plan.grammar, prefixes: [], warmAll: true }));
+    const r = builds[0];
+    report.cache.push({ plan: `${file.replace(/\.jinja$/, "")} + 10 tools`, warmMs: median(builds.map((b) => b.warmMs)), firstMs: r.warmMs, entries: r.warmEntries, trieMs: r.vocabBuildMs, ok: builds.every((b) => b.warmOk) });
   }
   // The first mask of a 250-tool plan: the position classes (once per grammar) dominate it.
   for (const t of ["Qwen3-Coder", "openai-gpt-oss-120b"]) {
@@ -277,7 +281,7 @@ async function main() {
       return { bound: `full mask <= 1 ms at ${kind} positions (${xs.length})`, value: worst ? `max ${worst.maskMs.toFixed(4)} ms (${worst.grammar})` : "none measured", pass: !!worst && worst.maskMs <= 1 };
     }),
     { bound: "every measured mask equals llama.cpp's full pass", value: `${measured.filter((m) => m.same).length}/${measured.length} equal`, pass: measured.length > 0 && measured.every((m) => m.same) },
-    ...report.cache.map((c) => ({ bound: `cache build <= 50 ms, ${c.plan}`, value: `${c.warmMs.toFixed(1)} ms${c.ok ? "" : " (not complete)"}`, pass: c.ok && c.warmMs <= 50 })),
+    ...report.cache.map((c) => ({ bound: `cache build <= 50 ms, ${c.plan}`, value: `median ${c.warmMs.toFixed(1)} ms (first ${c.firstMs.toFixed(1)})${c.ok ? "" : " (not complete)"}`, pass: c.ok && c.warmMs <= 50 })),
     { bound: "grammar on (engine) >= 0.5x off, tiny model, 1 thread", value: engine ? `${engine.vsOff.toFixed(3)}x` : "not measured", pass: !!engine && engine.vsOff >= 0.5 },
   ];
 
@@ -298,8 +302,8 @@ async function main() {
     if (xs.length) console.log(`${kind}: ${xs.length} positions, engine median ${f(median(xs), 4)} ms, max ${f(Math.max(...xs), 4)} ms (goal <= 1 ms)`);
   }
   console.log("\n2. position cache built eagerly, ms (goal <= 50 ms for a 10-tool plan); vocabulary trie once per model");
-  console.log("| plan | cache build | entries | trie |\n|---|---:|---:|---:|");
-  for (const c of report.cache) console.log(`| ${c.plan} | ${f(c.warmMs, 1)} | ${c.entries} | ${f(c.trieMs, 1)} |`);
+  console.log("| plan | cache build, median of 5 | first build | entries | trie |\n|---|---:|---:|---:|---:|");
+  for (const c of report.cache) console.log(`| ${c.plan} | ${f(c.warmMs, 1)} | ${f(c.firstMs, 1)} | ${c.entries} | ${f(c.trieMs, 1)} |`);
   console.log("\nfirst mask of a 250-tool plan at its start (best of 3; no bound): position classes / whole first mask, ms");
   for (const c of report.first250) console.log(`- ${c.plan} (${c.gbnfBytes} bytes of GBNF): ${c.error ? `n/a: ${c.error}` : `${f(c.classesMs, 1)} / ${f(c.firstMs, 1)}`}`);
   console.log(`\n3. tiny model, 1 thread, ${opts.tokens} tokens (full pass: ${Math.min(opts.tokens, 100)}), median of ${opts.runs} (goal: on >= 0.5x off)`);
