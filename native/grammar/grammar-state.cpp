@@ -85,7 +85,9 @@ bool GrammarState::EnsureIndex(Failure* error) {
     *error = {kInvalid, std::string("could not index the vocabulary: ") + e.what()};
     return false;
   }
+  auto t0 = std::chrono::steady_clock::now();
   classes_ = std::make_unique<PositionClasses>(grammar_->rules);
+  stats_.classesMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   mask_ = std::make_unique<MaskEngine>(index_, engine_.get(), classes_.get());
   return true;
 }

@@ -27,6 +27,7 @@ struct GrammarStats {
   uint64_t referenceMasks = 0;  // llama.cpp's full pass (reference mode or fallback)
   uint64_t resets = 0;          // engine memory resets
   double maskMs = 0;
+  double classesMs = 0;  // position classes (once per grammar, at the first mask)
 };
 
 class GrammarState {

@@ -331,11 +331,16 @@ MaskEngine::Result MaskEngine::WarmAll(const llama_grammar_rules& rules, const E
       }
     }
   }
+  std::vector<std::pair<const Elem*, size_t>> bases;
+  for (size_t r = 0; r < n; r++) {
+    if (!rules[r].empty()) bases.push_back({rules[r].data(), r});
+  }
+  std::sort(bases.begin(), bases.end());
   auto ruleOf = [&](const Elem* p) -> size_t {
-    for (size_t r = 0; r < n; r++) {
-      if (!rules[r].empty() && p >= rules[r].data() && p < rules[r].data() + rules[r].size()) return r;
-    }
-    return n;
+    auto it = std::upper_bound(bases.begin(), bases.end(), std::make_pair(p, SIZE_MAX));
+    if (it == bases.begin()) return n;
+    --it;
+    return p < it->first + rules[it->second].size() ? it->second : n;
   };
   std::vector<size_t> ruleOfFrame;
   // Depth-first over chains top, below, below that...: a chain is extended only while its

@@ -1,7 +1,7 @@
 #include "positions.h"
 
 #include <algorithm>
-#include <map>
+#include <unordered_map>
 
 namespace lp::grammar {
 namespace {
@@ -32,7 +32,15 @@ PositionClasses::PositionClasses(const llama_grammar_rules& rules) : rules_(rule
     }
   }
   // Initial classes: the element itself (a character range in full).
-  std::map<std::vector<uint32_t>, uint32_t> ids;
+  struct VectorHash {
+    size_t operator()(const std::vector<uint32_t>& v) const {
+      uint64_t h = 0x9E3779B97F4A7C15ULL ^ v.size();
+      for (uint32_t x : v) h = (h ^ x) * 0x100000001B3ULL;
+      return static_cast<size_t>(h ^ (h >> 29));
+    }
+  };
+  std::unordered_map<std::vector<uint32_t>, uint32_t, VectorHash> ids;
+  ids.reserve(n * 2 + 16);
   auto idOf = [&](std::vector<uint32_t>&& sig) {
     auto it = ids.find(sig);
     if (it != ids.end()) return it->second;
@@ -81,8 +89,21 @@ PositionClasses::PositionClasses(const llama_grammar_rules& rules) : rules_(rule
     }
   }
   // Refine by successor and, for references, by the referenced rule's alternatives, until stable.
+  // A signature packs three 21-bit fields: (class, successor's class or kNoSucc, referenced rule's
+  // class + 1 or 0). Class ids are below the number of positions and rule ids below the number of
+  // rules (every rule holds at least its END), so n < kNoSucc keeps every field in range.
+  constexpr uint64_t kNoSucc = (1u << 21) - 1;
   uint32_t classes = static_cast<uint32_t>(ids.size());
+  if (n >= kNoSucc) {
+    for (uint32_t g = 0; g < n; g++) class_[g] = g;
+    count_ = n;
+    return;
+  }
   uint64_t work = 0;
+  std::unordered_map<uint64_t, uint32_t> packed;
+  packed.reserve(n * 2 + 16);
+  std::vector<uint32_t> ruleClass(nr, 0);
+  std::vector<uint32_t> next(n, 0);
   bool stable = false;
   while (!stable) {
     work += n;
@@ -92,21 +113,31 @@ PositionClasses::PositionClasses(const llama_grammar_rules& rules) : rules_(rule
       return;
     }
     ids.clear();
-    idOf({0});
-    std::vector<uint32_t> next(n, 0);
+    for (size_t r = 0; r < nr; r++) {
+      std::vector<uint32_t> sig;
+      sig.reserve(altStarts[r].size());
+      for (uint32_t a : altStarts[r]) sig.push_back(class_[a]);
+      ruleClass[r] = idOf(std::move(sig));
+    }
+    packed.clear();
+    uint32_t fresh = 1;  // 0 stays the end of a sequence
     for (size_t r = 0; r < nr; r++) {
       const auto& rule = rules[r];
       for (size_t i = 0; i < rule.size(); i++) {
         const uint32_t g = ruleStart_[r] + static_cast<uint32_t>(i);
-        if (class_[g] == 0) continue;
-        std::vector<uint32_t> sig{class_[g], succ[g] == UINT32_MAX ? UINT32_MAX : class_[succ[g]]};
-        if (rule[i].type == LLAMA_GRETYPE_RULE_REF && rule[i].value < nr) {
-          for (uint32_t a : altStarts[rule[i].value]) sig.push_back(class_[a]);
+        if (class_[g] == 0) {
+          next[g] = 0;
+          continue;
         }
-        next[g] = idOf(std::move(sig));
+        uint64_t succClass = succ[g] == UINT32_MAX ? kNoSucc : class_[succ[g]];
+        uint64_t ref = (rule[i].type == LLAMA_GRETYPE_RULE_REF && rule[i].value < nr) ? ruleClass[rule[i].value] + 1 : 0;
+        uint64_t key = static_cast<uint64_t>(class_[g]) | (succClass << 21) | (ref << 42);
+        auto it = packed.find(key);
+        if (it == packed.end()) it = packed.emplace(key, fresh++).first;
+        next[g] = it->second;
       }
     }
-    const uint32_t refined = static_cast<uint32_t>(ids.size());
+    const uint32_t refined = fresh;
     stable = refined == classes;
     classes = refined;
     class_.swap(next);

@@ -97,6 +97,9 @@ describe("hostile GBNF", () => {
 
 describe("hostile trigger patterns", () => {
   const lazy = (triggerPatterns: string[]) => ({ gbnf: 'root ::= "x"', lazy: true, triggerPatterns });
+  // The random model samples an end of generation every few thousand tokens: banned, so these
+  // long generations run to their length.
+  const noEog = () => Object.fromEntries(Array.from({ length: model.vocabSize }, (_, t) => t).filter((t) => model.isEog(t)).map((t) => [t, -Infinity]));
 
   it("20k nested groups, unsupported constructs: ERR_GRAMMAR_INVALID naming the pattern", async () => {
     const deep = `${"(".repeat(20_000)}a${")".repeat(20_000)}`;
@@ -116,7 +119,7 @@ describe("hostile trigger patterns", () => {
   }, 60_000);
 
   it("^[\\s\\S]*X$ over thousands of tokens (std::regex overflowed its stack after ~4,000)", async () => {
-    const r = await context.generate(prompt, { maxTokens: 4500, grammar: lazy(["^[\\s\\S]*<never>$", "^([\\s\\S]*)\\n\\n\\n\\n\\n\\n\\n\\n\\n\\nQQQ$"]) }).result();
+    const r = await context.generate(prompt, { maxTokens: 4500, logitBias: noEog(), grammar: lazy(["^[\\s\\S]*<never>$", "^([\\s\\S]*)\\n\\n\\n\\n\\n\\n\\n\\n\\n\\nQQQ$"]) }).result();
     expect(r.stats.generatedTokens).toBeGreaterThan(4000);
     expect(r.stats.stopReason).toBe("length");
   }, 600_000);
@@ -126,10 +129,10 @@ describe("hostile trigger patterns", () => {
     // (each ends in bytes a random model does not write, so none fires)
     const patterns = ["(?:a*)*\\x01\\x02", "(?:a|a)*\\x01\\x02", "(?:.*){20}\\x01\\x02", "(?:\\s*\\S*)*\\x01\\x02", "^(?:(?:a+)+)+$", "(?:x+x+)+\\x01\\x02"];
     // (the test's timeout is the bound: a backtracking matcher would not finish these)
-    const r = await context.generate(prompt, { maxTokens: 600, grammar: lazy(patterns) }).result();
+    const r = await context.generate(prompt, { maxTokens: 600, logitBias: noEog(), grammar: lazy(patterns) }).result();
     expect(r.stats.generatedTokens).toBe(600);
     const controller = new AbortController();
-    const generation = context.generate(prompt, { maxTokens: 100_000, signal: controller.signal, grammar: lazy(patterns) });
+    const generation = context.generate(prompt, { maxTokens: 100_000, logitBias: noEog(), signal: controller.signal, grammar: lazy(patterns) });
     setTimeout(() => controller.abort(), 200);
     const stopped = await generation.result();
     expect(stopped.stats.stopReason).toBe("abort");

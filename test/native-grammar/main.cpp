@@ -469,6 +469,7 @@ json CmdMaskBench(const json& req) {
     auto t0 = Clock::now();
     g->Mask(&bits, false, &f);
     row["firstMs"] = MsSince(t0);
+    row["classesMs"] = g->stats().classesMs;
     std::vector<double> times;
     for (int r = 0; r < repeat; r++) {
       t0 = Clock::now();
