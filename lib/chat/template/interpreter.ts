@@ -11,12 +11,24 @@
 import type { Identifier, Node, NodeOf } from "./ast.js";
 import { GLOBALS, builtinsOf, isIn } from "./builtins.js";
 import { TemplateLimitError } from "./errors.js";
-import { Budget, CALL_COST, LOOP_ITERATION_COST, checkLength, spend, spendItems, spendString, withBudget } from "./limits.js";
+import {
+  Budget,
+  CALL_COST,
+  LOOP_ITERATION_COST,
+  STRING_CHARS_PER_STEP,
+  checkLength,
+  maxItems,
+  spend,
+  spendItems,
+  spendString,
+  withBudget,
+} from "./limits.js";
 import { MarkedBuilder, type Marks, isMarkedAt } from "./marks.js";
 import {
   type FuncArgs,
   type JValue,
   type RuntimeHooks,
+  type ValueOf,
   TemplateRuntimeError,
   arr,
   asMarked,
@@ -40,6 +52,44 @@ import {
 
 /** The innermost AST node each render error came from. */
 export const failedNodes = new WeakMap<Error, Node>();
+
+/** Literal values by node (see Evaluator.literal). */
+const literals = new WeakMap<object, JValue>();
+
+/** The `loop` object's keys, their map keys, and what building it with objSet charges. */
+const LOOP_KEYS = ["index", "index0", "revindex", "revindex0", "first", "last", "length", "previtem", "nextitem"] as const;
+const LOOP_KEY_VALUES = LOOP_KEYS.map((k) => str(k));
+const LOOP_OBJECT_COST = LOOP_KEYS.reduce((n, k) => n + 2 + k.length / STRING_CHARS_PER_STEP, 0);
+
+/**
+ * The `loop` object of iteration `i` of `kept`. Built straight into its map: the same object
+ * (and the same charge, as one sum) as objSet would build key by key; the keys are shared unless
+ * a probe collects usage stats on them.
+ */
+function loopObject(kept: readonly JValue[], i: number, stats: boolean): ValueOf<"object"> {
+  if (maxItems() < LOOP_KEYS.length) {
+    // a budget this small fails on the loop object, at the key objSet would fail on
+    const pairs: [JValue, JValue][] = LOOP_KEYS.map((k) => [str(k), undef()]);
+    return obj(pairs, false);
+  }
+  spend(LOOP_OBJECT_COST);
+  const n = kept.length;
+  const keys = stats ? LOOP_KEYS.map((k) => str(k)) : LOOP_KEY_VALUES;
+  const values: JValue[] = [
+    int(i + 1),
+    int(i),
+    int(n - i),
+    int(n - i - 1),
+    bool(i === 0),
+    bool(i === n - 1),
+    int(n),
+    i > 0 ? kept[i - 1]! : undef("previtem"),
+    i < n - 1 ? kept[i + 1]! : undef("nextitem"),
+  ];
+  const entries = new Map<string, [JValue, JValue]>();
+  for (let j = 0; j < LOOP_KEYS.length; j++) entries.set(LOOP_KEYS[j]!, [keys[j]!, values[j]!]);
+  return { kind: "object", entries, builtins: false };
+}
 
 class BreakSignal {}
 class ContinueSignal {}
@@ -165,11 +215,11 @@ export class Evaluator {
       case "Program":
         return this.block(node.body, scope);
       case "StringLiteral":
-        return str(node.value);
+        return this.literal(node, str);
       case "IntegerLiteral":
-        return int(node.value);
+        return this.literal(node, int);
       case "FloatLiteral":
-        return float(node.value);
+        return this.literal(node, float);
       case "ArrayLiteral":
         spendItems(node.value.length);
         return arr(node.value.map((x) => this.eval(x, scope)));
@@ -245,6 +295,19 @@ export class Evaluator {
       case "KeywordSpreadExpression":
         throw new TemplateRuntimeError(`${node.type} is not supported here`);
     }
+  }
+
+  /**
+   * A literal's value, made once per node: scalar values are never changed in place, except for
+   * the usage stats a capability probe collects, so a probe gets fresh ones.
+   */
+  private literal<T>(node: { value: T }, make: (v: T) => JValue): JValue {
+    if (this.rt.stats) return make(node.value);
+    const cached = literals.get(node);
+    if (cached !== undefined) return cached;
+    const v = make(node.value);
+    literals.set(node, v);
+    return v;
   }
 
   private argument(a: Node, scope: Scope): JValue {
@@ -471,21 +534,7 @@ export class Evaluator {
     let noIteration = true;
     for (let i = 0; i < kept.length; i++) {
       spend(LOOP_ITERATION_COST);
-      const n = kept.length;
-      const loop = obj(
-        [
-          [str("index"), int(i + 1)],
-          [str("index0"), int(i)],
-          [str("revindex"), int(n - i)],
-          [str("revindex0"), int(n - i - 1)],
-          [str("first"), bool(i === 0)],
-          [str("last"), bool(i === n - 1)],
-          [str("length"), int(n)],
-          [str("previtem"), i > 0 ? kept[i - 1]! : undef("previtem")],
-          [str("nextitem"), i < n - 1 ? kept[i + 1]! : undef("nextitem")],
-        ],
-        false,
-      );
+      const loop = loopObject(kept, i, this.rt.stats);
       scope.set("loop", loop);
       bind(scope, kept[i]!);
       try {

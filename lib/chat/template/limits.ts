@@ -172,6 +172,10 @@ export function checkDepth(depth: number): void {
   }
 }
 
+export function maxItems(): number {
+  return active.limits.maxItems;
+}
+
 export function maxNesting(): number {
   return active.limits.maxNesting;
 }

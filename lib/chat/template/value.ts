@@ -95,8 +95,21 @@ export const isNumeric = (v: JValue): v is ValueOf<"int" | "float"> => v.kind ==
 
 // ---- object keys -------------------------------------------------------------------------------
 
-/** Hash key: llama.cpp hashes by type and value, with integral floats and bools equal to ints. */
-export function hashKey(key: JValue, depth = 0): string {
+/**
+ * Map key of an object key. A string key is the string itself (no concatenation, and V8 keeps its
+ * hash): the hot path of every member access. Any other key is NUL + its typed key, and a string
+ * that itself starts with NUL gets one more, so the mapping stays one-to-one.
+ */
+export function hashKey(key: JValue): string {
+  if (key.kind === "string") {
+    spendRead(key.v.length);
+    return key.v.charCodeAt(0) === 0 ? "\0" + key.v : key.v;
+  }
+  return "\0" + typedKey(key, 0);
+}
+
+/** Typed key: llama.cpp hashes by type and value, with integral floats and bools equal to ints. */
+function typedKey(key: JValue, depth: number): string {
   checkDepth(depth);
   switch (key.kind) {
     case "string":
@@ -113,7 +126,7 @@ export function hashKey(key: JValue, depth = 0): string {
     case "array":
       if (!key.tuple) throw new TemplateRuntimeError(`Object key of unhashable type: ${typeName(key)}`);
       spend(key.items.length);
-      return "t[" + key.items.map((x) => hashKey(x, depth + 1)).join(",") + "]";
+      return "t[" + key.items.map((x) => typedKey(x, depth + 1)).join(",") + "]";
     case "undefined":
     case "object":
     case "func":
