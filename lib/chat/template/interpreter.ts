@@ -23,7 +23,7 @@ import {
   spendString,
   withBudget,
 } from "./limits.js";
-import { MarkedBuilder, type Marks, isMarkedAt } from "./marks.js";
+import { MarkedBuilder, type Marks, concatMarks, isMarkedAt } from "./marks.js";
 import {
   type FuncArgs,
   type JValue,
@@ -91,6 +91,14 @@ function loopObject(kept: readonly JValue[], i: number, stats: boolean): ValueOf
   return { kind: "object", entries, builtins: false };
 }
 
+/** "test_is_<name>", made once per test name (a concatenation would be hashed anew on every lookup). */
+const testNames = new Map<string, string>();
+function testName(test: string): string {
+  let name = testNames.get(test);
+  if (name === undefined) testNames.set(test, (name = "test_is_" + test));
+  return name;
+}
+
 class BreakSignal {}
 class ContinueSignal {}
 
@@ -122,11 +130,7 @@ const COERCED_TO_STRING = new Set(["capitalize", "lower", "replace", "strip", "t
 function concat(a: { v: string; m?: Marks }, b: { v: string; m?: Marks }): JValue {
   spendString(a.v.length + b.v.length);
   if (a.m === undefined && b.m === undefined) return str(a.v + b.v);
-  const out = new MarkedBuilder();
-  out.append(a.v, a.m);
-  out.append(b.v, b.m);
-  const r = out.result();
-  return str(r.v, r.m);
+  return str(a.v + b.v, concatMarks(a.v.length, a.m, b.v.length, b.m));
 }
 
 export class Evaluator {
@@ -281,9 +285,10 @@ export class Evaluator {
         return this.filter(this.block(node.body, scope), node.filter, scope);
       case "TestExpression": {
         const input = this.eval(node.operand, scope);
-        const test = GLOBALS.get("test_is_" + node.test.value);
+        const name = testName(node.test.value);
+        const test = GLOBALS.get(name);
         if (!test) throw new TemplateRuntimeError(`Unknown test '${node.test.value}'`);
-        const r = truthy(test({ name: "test_is_" + node.test.value, args: [input], rt: this.rt }));
+        const r = truthy(test({ name, args: [input], rt: this.rt }));
         return bool(node.negate ? !r : r);
       }
       case "SelectExpression":
@@ -608,7 +613,7 @@ export class Evaluator {
       this.bindParams(name, node.args, a.args, caller, macroScope);
       return this.block(node.body, macroScope);
     };
-    scope.set(name, { kind: "func", name, fn: (a) => fn({ ...a, scope: this.currentScope ?? scope }) });
+    scope.set(name, { kind: "func", name, fn: (a) => fn({ name: a.name, args: a.args, rt: a.rt, scope: this.currentScope ?? scope }) });
   }
 
   /** The scope of the call expression being evaluated; macros read it to see the caller's variables. */
