@@ -159,8 +159,8 @@ export class JsonFloat {
 }
 
 /** Values of these keys stay unmarked when they are plain words, so `'<|' + role + '|>'` still builds a marker. */
-const STRUCTURAL_KEYS = new Set(["role", "type"]);
-const PLAIN_WORD = /^[A-Za-z0-9_.-]*$/;
+export const STRUCTURAL_KEYS: ReadonlySet<string> = new Set(["role", "type"]);
+export const PLAIN_WORD = /^[A-Za-z0-9_.-]*$/;
 
 /**
  * JSON-compatible JS data -> values (global_from_json); `Map`s are ordered objects. With
