@@ -27,6 +27,7 @@ import {
   obj,
   objGet,
   objHas,
+  noteChange,
   objSet,
   str,
   toJsonMarked,
@@ -648,6 +649,7 @@ const ARRAY: Table = new Map<string, Builtin>([
       if (target.kind !== "array") throw new TemplateRaisedError("append: first argument must be an array");
       if (target.tuple) throw new TemplateRuntimeError("Attempting to modify immutable type");
       checkItems(target.items.length + 1);
+      noteChange();
       target.items.push(pos(a, 1));
       return target;
     },
@@ -663,6 +665,7 @@ const ARRAY: Table = new Map<string, Builtin>([
       if (i < 0 || i >= target.items.length)
         throw new TemplateRuntimeError(`Index ${i} out of bounds for array of size ${target.items.length}`);
       spend(target.items.length - i);
+      noteChange();
       return target.items.splice(i, 1)[0]!;
     },
   ],

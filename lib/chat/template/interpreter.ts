@@ -23,6 +23,7 @@ import {
   spendString,
   withBudget,
 } from "./limits.js";
+import { readsLoopObject } from "./loop-use.js";
 import { MarkedBuilder, type Marks, concatMarks, isMarkedAt } from "./marks.js";
 import {
   type FuncArgs,
@@ -40,6 +41,7 @@ import {
   int,
   isNumeric,
   markUsed,
+  noteChange,
   obj,
   objGet,
   objSet,
@@ -136,6 +138,8 @@ function concat(a: { v: string; m?: Marks }, b: { v: string; m?: Marks }): JValu
 export class Evaluator {
   /** Current evaluation depth (expression nesting plus macro recursion). */
   private depth = 0;
+  /** The program being rendered (which loops read their `loop` object is known per program). */
+  private program: NodeOf<"Program"> | undefined;
 
   constructor(
     private readonly rt: RuntimeHooks,
@@ -149,6 +153,7 @@ export class Evaluator {
 
   /** Renders a whole program in `scope`; `m` marks the characters that came from input values. */
   renderMarked(program: NodeOf<"Program">, scope: Scope): { v: string; m?: Marks } {
+    this.program = program;
     return withBudget(this.budget, () => {
       const out = this.block(program.body, scope);
       return out.kind === "string" ? (out.m ? { v: out.v, m: out.m } : { v: out.v }) : { v: "" };
@@ -537,10 +542,12 @@ export class Evaluator {
 
     const out = new MarkedBuilder();
     let noIteration = true;
+    // a body that cannot read `loop` gets none (charged all the same); a probe always gets one
+    const skipLoop = !this.rt.stats && this.program !== undefined && maxItems() >= LOOP_KEYS.length && !readsLoopObject(this.program, node);
     for (let i = 0; i < kept.length; i++) {
       spend(LOOP_ITERATION_COST);
-      const loop = loopObject(kept, i, this.rt.stats);
-      scope.set("loop", loop);
+      if (skipLoop) spend(LOOP_OBJECT_COST);
+      else scope.set("loop", loopObject(kept, i, this.rt.stats));
       bind(scope, kept[i]!);
       try {
         for (const s of node.body) this.print(out, this.eval(s, scope), s);
@@ -577,6 +584,7 @@ export class Evaluator {
       if (target.property.type !== "Identifier") throw new TemplateRuntimeError("Cannot assign to member with non-identifier property");
       const o = this.eval(target.object, scope);
       if (o.kind !== "object") throw new TemplateRuntimeError("Cannot assign to member of non-object");
+      noteChange();
       objSet(o, str(target.property.value), rhs);
     } else {
       throw new TemplateRuntimeError(`Invalid LHS inside assignment expression: ${target.type}`);

@@ -4,11 +4,11 @@
  * the garbage collector has to copy. A converted value is reused only when the data given now
  * converts to exactly it (`convertsTo`: same shapes, kinds, strings, keys, key order and input
  * marks), and kept only when the render left it as it was: templates can change objects and
- * arrays in place (`{% set tool.x = ... %}`, `append`), so after each render the value is
- * compared with its data again and dropped if it changed. Nothing else about a render depends on
+ * arrays in place (`{% set tool.x = ... %}`, `append`), so after a render that changed any value
+ * the value is compared with its data again and dropped if it changed. Nothing else about a render depends on
  * whether a value was reused: conversion runs outside the render budget either way.
  */
-import { type JValue, JsonFloat, STRUCTURAL_KEYS, PLAIN_WORD, fromJS } from "./value.js";
+import { type JValue, JsonFloat, PLAIN_WORD, STRUCTURAL_KEYS, changeCount, fromJS } from "./value.js";
 
 interface Kept {
   markInput: boolean;
@@ -34,16 +34,19 @@ export function convertReusable(name: string, data: unknown, markInput: boolean)
     if (k.markInput !== markInput || !convertsTo(data, k.value, markInput, undefined, 0)) continue;
     // in use: taken out until the render has shown it left the value alone
     list.splice(i, 1);
-    return { value: k.value, settle: () => keep(name, data, k) };
+    const before = changeCount();
+    return { value: k.value, settle: () => keep(name, data, k, before) };
   }
+  const before = changeCount();
   const value = fromJS(data, markInput);
-  return { value, settle: () => keep(name, data, { markInput, value }) };
+  return { value, settle: () => keep(name, data, { markInput, value }, before) };
 }
 
-function keep(name: string, data: unknown, k: Kept): void {
-  // a render may also have made two places share one object (`{% set a.x = b.x %}`): equal
-  // data, but a later change to one would show in both, so a shared object is not kept either
-  if (!convertsTo(data, k.value, k.markInput, undefined, 0, new Set())) return;
+function keep(name: string, data: unknown, k: Kept, changesBefore: number): void {
+  // a render that changed no value left this one alone; else compare: a render may also have
+  // made two places share one object (`{% set a.x = b.x %}`), equal data, but a later change to
+  // one would show in both, so a shared object is not kept either
+  if (changeCount() !== changesBefore && !convertsTo(data, k.value, k.markInput, undefined, 0, new Set())) return;
   let list = kept.get(name);
   if (list === undefined) kept.set(name, (list = []));
   list.push(k);

@@ -139,6 +139,16 @@ export function objGet(o: ValueOf<"object">, key: JValue): JValue | undefined {
   return o.entries.get(hashKey(key))?.[1];
 }
 
+/**
+ * Changes made to values that existed before (a member set, append, pop), counted: a render
+ * that made none left every value it was given as it was (reuse.ts reads this).
+ */
+let changes = 0;
+export const changeCount = (): number => changes;
+export function noteChange(): void {
+  changes++;
+}
+
 export function objSet(o: ValueOf<"object">, key: JValue, value: JValue): void {
   const h = hashKey(key);
   const prev = o.entries.get(h);
