@@ -101,6 +101,14 @@ function testName(test: string): string {
   return name;
 }
 
+/** `[self, ...args]` without the iterator protocol. */
+function withSelf(self: JValue, args: readonly JValue[]): JValue[] {
+  const all = new Array<JValue>(args.length + 1);
+  all[0] = self;
+  for (let i = 0; i < args.length; i++) all[i + 1] = args[i]!;
+  return all;
+}
+
 class BreakSignal {}
 class ContinueSignal {}
 
@@ -188,7 +196,7 @@ export class Evaluator {
 
   private call(fn: JValue, args: JValue[], what: string): JValue {
     if (fn.kind !== "func") throw new TemplateRuntimeError(`Callee is not a function: got ${typeName(fn)} (${what})`);
-    const fa: FuncArgs = { name: fn.name, args: fn.self ? [fn.self, ...args] : args, rt: this.rt };
+    const fa: FuncArgs = { name: fn.name, args: fn.self ? withSelf(fn.self, args) : args, rt: this.rt };
     return fn.fn(fa);
   }
 
@@ -450,16 +458,18 @@ export class Evaluator {
       property = this.eval(node.property, scope);
     } else {
       if (node.property.type !== "Identifier") throw new TemplateRuntimeError("Static member property must be an identifier");
-      property = str(node.property.value);
       // like jinja2, obj.name prefers the builtin of that name over a key of that name
-      const b = this.builtin(node.property.value, object, true);
-      if (b.kind !== "undefined") return b;
+      const name = node.property.value;
+      if (this.rt.stats) markUsed(object, false, name);
+      const fn = builtinsOf(object)?.get(name);
+      if (fn) return func(name, fn, object);
+      property = this.literal(node.property, str);
     }
-    let val: JValue = undef("object_property");
-    if (property.kind === "undefined") return val;
+    if (property.kind === "undefined") return undef("object_property");
+    let val: JValue | undefined;
     if (property.kind === "object" || (property.kind === "array" && !property.tuple) || property.kind === "func")
       throw new TemplateRuntimeError(`Type: ${typeName(property)} is not allowed as object key`);
-    if (object.kind === "undefined") return val;
+    if (object.kind === "undefined") return undef("object_property");
     if (object.kind === "object") {
       val = objGet(object, property) ?? this.builtin(asString(property), object, true);
     } else if (object.kind === "array" || object.kind === "string") {
@@ -479,6 +489,7 @@ export class Evaluator {
       if (property.kind !== "string") throw new TemplateRuntimeError(`Cannot access property with non-string: got ${typeName(property)}`);
       val = this.builtin(property.v, object, true);
     }
+    val ??= undef("object_property");
     if (this.rt.stats) {
       markUsed(val);
       markUsed(object, false, property.kind === "int" ? "array_access" : property.kind === "string" ? "object_access" : undefined);

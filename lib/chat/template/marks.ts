@@ -96,8 +96,13 @@ export class MarkedBuilder {
 
   /** The text so far. */
   get text(): string {
-    if (this.parts.length > 1) this.parts.splice(0, this.parts.length, this.parts.join(""));
-    return this.parts[0] ?? "";
+    const parts = this.parts;
+    if (parts.length > 1) {
+      const joined = parts.join("");
+      parts.length = 1;
+      parts[0] = joined;
+    }
+    return parts[0] ?? "";
   }
 
   result(): { v: string; m?: Marks } {

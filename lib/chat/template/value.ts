@@ -397,7 +397,11 @@ export function printInto(b: MarkedBuilder, v: JValue, depth = 0): void {
 
 // ---- JSON --------------------------------------------------------------------------------------
 
+/** Characters JSON strings escape. */
+const NEEDS_ESCAPE = /["\\\u0000-\u001f]/;
+
 function jsonEscape(s: string): string {
+  if (!NEEDS_ESCAPE.test(s)) return s;
   let out = "";
   for (const ch of s) {
     switch (ch) {
@@ -456,16 +460,18 @@ export function toJsonMarked(v: JValue, indent = -1, itemSep = indent < 0 ? ", "
   return b.result();
 }
 
+/** Indentation of JSON level `l`. */
+function padding(indent: number, l: number): string {
+  if (indent <= 0) return "";
+  spendString(l * indent);
+  return " ".repeat(l * indent);
+}
+
 function jsonInto(b: MarkedBuilder, v: JValue, indent: number, itemSep: string, keySep: string, level: number): void {
   checkDepth(level);
   // a JSON node costs several times a plain node (formatting, separators, escapes)
   spend(8);
   const nl = indent >= 0 ? "\n" : "";
-  const pad = (l: number): string => {
-    if (indent <= 0) return "";
-    spendString(l * indent);
-    return " ".repeat(l * indent);
-  };
   switch (v.kind) {
     case "none":
     case "undefined":
@@ -493,10 +499,10 @@ function jsonInto(b: MarkedBuilder, v: JValue, indent: number, itemSep: string, 
       b.append("[" + nl);
       v.items.forEach((x, i) => {
         if (i > 0) b.append(itemSep + nl);
-        b.append(pad(level + 1));
+        b.append(padding(indent, level + 1));
         jsonInto(b, x, indent, itemSep, keySep, level + 1);
       });
-      b.append(nl + pad(level) + "]");
+      b.append(nl + padding(indent, level) + "]");
       break;
     }
     case "object": {
@@ -508,13 +514,16 @@ function jsonInto(b: MarkedBuilder, v: JValue, indent: number, itemSep: string, 
       let i = 0;
       for (const [k, x] of v.entries.values()) {
         if (i++ > 0) b.append(itemSep + nl);
-        b.append(pad(level + 1));
-        const key = asMarked(k);
-        jsonStringInto(b, key.v, key.m);
+        b.append(padding(indent, level + 1));
+        if (k.kind === "string") jsonStringInto(b, k.v, k.m);
+        else {
+          const key = asMarked(k);
+          jsonStringInto(b, key.v, key.m);
+        }
         b.append(keySep);
         jsonInto(b, x, indent, itemSep, keySep, level + 1);
       }
-      b.append(nl + pad(level) + "}");
+      b.append(nl + padding(indent, level) + "}");
       break;
     }
   }
@@ -540,12 +549,13 @@ export function jsonEnsureAscii(json: string, m?: Marks): { v: string; m?: Marks
 
 // ---- equality and ordering ---------------------------------------------------------------------
 
+/** A number, bool as 0/1, for `==`. */
+const num = (x: JValue): number | undefined => (x.kind === "int" || x.kind === "float" ? x.v : x.kind === "bool" ? (x.v ? 1 : 0) : undefined);
+
 /** `==` (value_t::equivalent). */
 export function equals(a: JValue, b: JValue, depth = 0): boolean {
   checkDepth(depth);
   spend(1);
-  const num = (x: JValue): number | undefined =>
-    x.kind === "int" || x.kind === "float" ? x.v : x.kind === "bool" ? (x.v ? 1 : 0) : undefined;
   switch (a.kind) {
     case "int":
     case "float":
