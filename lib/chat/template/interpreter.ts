@@ -109,6 +109,13 @@ function withSelf(self: JValue, args: readonly JValue[]): JValue[] {
   return all;
 }
 
+/** The argument for parameter `key` (at position `i`): by keyword, else by position. */
+function argumentFor(args: readonly JValue[], key: string, i: number): JValue {
+  for (const a of args) if (a.kind === "kwarg" && a.key === key) return a.value;
+  const p = args[i];
+  return p !== undefined && p.kind !== "kwarg" ? p : undef();
+}
+
 class BreakSignal {}
 class ContinueSignal {}
 
@@ -229,17 +236,73 @@ export class Evaluator {
 
   private evalNode(node: Node, scope: Scope): JValue {
     switch (node.type) {
-      case "Program":
-        return this.block(node.body, scope);
+      case "Identifier":
+        return this.identifier(node, scope);
+      case "MemberExpression":
+        return this.member(node, scope);
       case "StringLiteral":
         return this.literal(node, str);
+      case "BinaryExpression":
+        return this.binary(node, scope);
+      case "If":
+        return this.block(truthy(this.eval(node.test, scope)) ? node.body : node.alternate, scope);
+      case "TestExpression": {
+        const input = this.eval(node.operand, scope);
+        const name = testName(node.test.value);
+        const test = GLOBALS.get(name);
+        if (!test) throw new TemplateRuntimeError(`Unknown test '${node.test.value}'`);
+        const r = truthy(test({ name, args: [input], rt: this.rt }));
+        return bool(node.negate ? !r : r);
+      }
+      case "FilterExpression":
+        return this.filter(this.eval(node.operand, scope), node.filter, scope);
+      case "CallExpression": {
+        const args = this.arguments(node.args, scope);
+        const callee = this.eval(node.callee, scope);
+        // this.withScope(scope, ...) without a closure per call
+        const prev = this.currentScope;
+        this.currentScope = scope;
+        try {
+          return this.call(callee, args, "call");
+        } finally {
+          this.currentScope = prev;
+        }
+      }
+      case "For":
+        return this.forLoop(node, scope);
+      case "Set":
+        this.set(node, scope);
+        return undef();
       case "IntegerLiteral":
         return this.literal(node, int);
-      case "FloatLiteral":
-        return this.literal(node, float);
       case "ArrayLiteral":
         spendItems(node.value.length);
         return arr(node.value.map((x) => this.eval(x, scope)));
+      case "UnaryExpression": {
+        const v = this.eval(node.argument, scope);
+        if (node.operator.value === "not") return bool(!truthy(v));
+        if (node.operator.value === "-") {
+          if (v.kind === "int") return int(-v.v);
+          if (v.kind === "float") return float(-v.v);
+          throw new TemplateRuntimeError("Unary - operator requires numeric operand");
+        }
+        throw new TemplateRuntimeError(`Unknown unary operator '${node.operator.value}'`);
+      }
+      case "Ternary":
+        return truthy(this.eval(node.condition, scope)) ? this.eval(node.trueExpr, scope) : this.eval(node.falseExpr, scope);
+      case "SelectExpression":
+        return truthy(this.eval(node.test, scope)) ? this.eval(node.lhs, scope) : undef();
+      case "KeywordArgumentExpression":
+        return { kind: "kwarg", key: node.key.value, value: this.eval(node.value, scope) };
+      case "Macro":
+        this.macro(node, scope);
+        return undef();
+      case "Comment":
+        return undef();
+      case "Program":
+        return this.block(node.body, scope);
+      case "FloatLiteral":
+        return this.literal(node, float);
       case "TupleLiteral":
         spendItems(node.value.length);
         return arr(
@@ -251,63 +314,14 @@ export class Evaluator {
         for (const [k, v] of node.value) objSet(o, this.eval(k, scope), this.eval(v, scope));
         return o;
       }
-      case "Identifier":
-        return this.identifier(node, scope);
-      case "Comment":
-        return undef();
       case "Break":
         throw new BreakSignal();
       case "Continue":
         throw new ContinueSignal();
-      case "If":
-        return this.block(truthy(this.eval(node.test, scope)) ? node.body : node.alternate, scope);
-      case "For":
-        return this.forLoop(node, scope);
-      case "Set":
-        this.set(node, scope);
-        return undef();
-      case "Macro":
-        this.macro(node, scope);
-        return undef();
       case "CallStatement":
         return this.callStatement(node, scope);
-      case "MemberExpression":
-        return this.member(node, scope);
-      case "CallExpression": {
-        const args = node.args.map((a) => this.argument(a, scope));
-        const callee = this.eval(node.callee, scope);
-        return this.withScope(scope, () => this.call(callee, args, "call"));
-      }
-      case "KeywordArgumentExpression":
-        return { kind: "kwarg", key: node.key.value, value: this.eval(node.value, scope) };
-      case "BinaryExpression":
-        return this.binary(node, scope);
-      case "UnaryExpression": {
-        const v = this.eval(node.argument, scope);
-        if (node.operator.value === "not") return bool(!truthy(v));
-        if (node.operator.value === "-") {
-          if (v.kind === "int") return int(-v.v);
-          if (v.kind === "float") return float(-v.v);
-          throw new TemplateRuntimeError("Unary - operator requires numeric operand");
-        }
-        throw new TemplateRuntimeError(`Unknown unary operator '${node.operator.value}'`);
-      }
-      case "FilterExpression":
-        return this.filter(this.eval(node.operand, scope), node.filter, scope);
       case "FilterStatement":
         return this.filter(this.block(node.body, scope), node.filter, scope);
-      case "TestExpression": {
-        const input = this.eval(node.operand, scope);
-        const name = testName(node.test.value);
-        const test = GLOBALS.get(name);
-        if (!test) throw new TemplateRuntimeError(`Unknown test '${node.test.value}'`);
-        const r = truthy(test({ name, args: [input], rt: this.rt }));
-        return bool(node.negate ? !r : r);
-      }
-      case "SelectExpression":
-        return truthy(this.eval(node.test, scope)) ? this.eval(node.lhs, scope) : undef();
-      case "Ternary":
-        return truthy(this.eval(node.condition, scope)) ? this.eval(node.trueExpr, scope) : this.eval(node.falseExpr, scope);
       case "SliceExpression":
       case "SpreadExpression":
       case "KeywordSpreadExpression":
@@ -326,6 +340,12 @@ export class Evaluator {
     const v = make(node.value);
     literals.set(node, v);
     return v;
+  }
+
+  private arguments(nodes: readonly Node[], scope: Scope): JValue[] {
+    const out = new Array<JValue>(nodes.length);
+    for (let i = 0; i < nodes.length; i++) out[i] = this.eval(nodes[i]!, scope);
+    return out;
   }
 
   private argument(a: Node, scope: Scope): JValue {
@@ -440,14 +460,18 @@ export class Evaluator {
     } else if (filter.type === "CallExpression") {
       if (filter.callee.type !== "Identifier") throw new TemplateRuntimeError("Filter callee must be an identifier");
       name = filter.callee.value;
-      args = filter.args.map((a) => this.argument(a, scope));
+      args = this.arguments(filter.args, scope);
     } else {
       throw new TemplateRuntimeError("Invalid filter expression");
     }
     name = FILTER_ALIASES[name] ?? name;
     if (filter.type === "Identifier" && input.kind !== "undefined" && input.kind !== "string" && COERCED_TO_STRING.has(name))
       input = str(asString(input));
-    return this.call(this.builtin(name, input, false), args, `filter ${name}`);
+    // this.call(this.builtin(name, input, false), args), without the bound function value
+    if (this.rt.stats) markUsed(input, false, name);
+    const fn = builtinsOf(input)?.get(name);
+    if (!fn) throw new TemplateRuntimeError(`Unknown (built-in) filter '${name}' for type ${typeName(input)}`);
+    return fn({ name, args: withSelf(input, args), rt: this.rt });
   }
 
   private member(node: NodeOf<"MemberExpression">, scope: Scope): JValue {
@@ -604,22 +628,18 @@ export class Evaluator {
 
   /** bind_parameters: positional or keyword by name; defaults evaluated in the caller's scope. */
   private bindParams(name: string, params: readonly Node[], args: readonly JValue[], callerScope: Scope, target: Scope): void {
-    const kw = (key: string, i: number): JValue => {
-      for (const a of args) if (a.kind === "kwarg" && a.key === key) return a.value;
-      const p = args[i];
-      return p !== undefined && p.kind !== "kwarg" ? p : undef();
-    };
-    params.forEach((p, i) => {
+    for (let i = 0; i < params.length; i++) {
+      const p = params[i]!;
       if (i < args.length) {
-        if (p.type === "Identifier") target.set(p.value, kw(p.value, i));
-        else if (p.type === "KeywordArgumentExpression") target.set(p.key.value, kw(p.key.value, i));
+        if (p.type === "Identifier") target.set(p.value, argumentFor(args, p.value, i));
+        else if (p.type === "KeywordArgumentExpression") target.set(p.key.value, argumentFor(args, p.key.value, i));
         else throw new TemplateRuntimeError(`Invalid parameter type in '${name}'`);
       } else if (p.type === "KeywordArgumentExpression") {
         target.set(p.key.value, this.eval(p.value, callerScope));
       } else {
         throw new TemplateRuntimeError(`Not enough arguments provided to '${name}'`);
       }
-    });
+    }
   }
 
   private macro(node: NodeOf<"Macro">, scope: Scope): void {
