@@ -55,6 +55,12 @@ import {
 /** The innermost AST node each render error came from. */
 export const failedNodes = new WeakMap<Error, Node>();
 
+/** Shared values of renders that collect no usage stats (values are not changed in place then). */
+const TRUE = bool(true);
+const FALSE = bool(false);
+const NOTHING = undef();
+const EMPTY = str("");
+
 /** Literal values by node (see Evaluator.literal). */
 const literals = new WeakMap<object, JValue>();
 
@@ -82,8 +88,8 @@ function loopObject(kept: readonly JValue[], i: number, stats: boolean): ValueOf
     int(i),
     int(n - i),
     int(n - i - 1),
-    bool(i === 0),
-    bool(i === n - 1),
+    stats ? bool(i === 0) : i === 0 ? TRUE : FALSE,
+    stats ? bool(i === n - 1) : i === n - 1 ? TRUE : FALSE,
     int(n),
     i > 0 ? kept[i - 1]! : undef("previtem"),
     i < n - 1 ? kept[i + 1]! : undef("nextitem"),
@@ -177,13 +183,19 @@ export class Evaluator {
 
   /** The statements' output as one string value (with marks). */
   private block(stmts: readonly Node[], scope: Scope): JValue {
-    const out = new MarkedBuilder();
-    for (const s of stmts) {
-      const v = this.eval(s, scope);
-      // one string statement: a fresh value (usage stats must not flow back to the value printed)
-      if (stmts.length === 1 && v.kind === "string") return str(v.v, v.m);
-      this.print(out, v, s);
+    if (stmts.length === 0) return this.rt.stats ? str("") : EMPTY;
+    if (stmts.length === 1) {
+      const v = this.eval(stmts[0]!, scope);
+      // one string statement: that string (a fresh value when usage stats must not flow back to
+      // the value printed); anything else prints into a builder as below
+      if (v.kind === "string") return this.rt.stats ? str(v.v, v.m) : v;
+      const out = new MarkedBuilder();
+      this.print(out, v, stmts[0]!);
+      const r = out.result();
+      return str(r.v, r.m);
     }
+    const out = new MarkedBuilder();
+    for (const s of stmts) this.print(out, this.eval(s, scope), s);
     const r = out.result();
     return str(r.v, r.m);
   }
@@ -252,7 +264,7 @@ export class Evaluator {
         const test = GLOBALS.get(name);
         if (!test) throw new TemplateRuntimeError(`Unknown test '${node.test.value}'`);
         const r = truthy(test({ name, args: [input], rt: this.rt }));
-        return bool(node.negate ? !r : r);
+        return this.bool(node.negate ? !r : r);
       }
       case "FilterExpression":
         return this.filter(this.eval(node.operand, scope), node.filter, scope);
@@ -272,7 +284,7 @@ export class Evaluator {
         return this.forLoop(node, scope);
       case "Set":
         this.set(node, scope);
-        return undef();
+        return this.nothing();
       case "IntegerLiteral":
         return this.literal(node, int);
       case "ArrayLiteral":
@@ -280,7 +292,7 @@ export class Evaluator {
         return arr(node.value.map((x) => this.eval(x, scope)));
       case "UnaryExpression": {
         const v = this.eval(node.argument, scope);
-        if (node.operator.value === "not") return bool(!truthy(v));
+        if (node.operator.value === "not") return this.bool(!truthy(v));
         if (node.operator.value === "-") {
           if (v.kind === "int") return int(-v.v);
           if (v.kind === "float") return float(-v.v);
@@ -291,14 +303,14 @@ export class Evaluator {
       case "Ternary":
         return truthy(this.eval(node.condition, scope)) ? this.eval(node.trueExpr, scope) : this.eval(node.falseExpr, scope);
       case "SelectExpression":
-        return truthy(this.eval(node.test, scope)) ? this.eval(node.lhs, scope) : undef();
+        return truthy(this.eval(node.test, scope)) ? this.eval(node.lhs, scope) : this.nothing();
       case "KeywordArgumentExpression":
         return { kind: "kwarg", key: node.key.value, value: this.eval(node.value, scope) };
       case "Macro":
         this.macro(node, scope);
-        return undef();
+        return this.nothing();
       case "Comment":
-        return undef();
+        return this.nothing();
       case "Program":
         return this.block(node.body, scope);
       case "FloatLiteral":
@@ -327,6 +339,16 @@ export class Evaluator {
       case "KeywordSpreadExpression":
         throw new TemplateRuntimeError(`${node.type} is not supported here`);
     }
+  }
+
+  /** A boolean value; shared ones unless a probe collects usage stats on values. */
+  private bool(x: boolean): JValue {
+    return this.rt.stats ? bool(x) : x ? TRUE : FALSE;
+  }
+
+  /** What a statement evaluates to (prints nothing); shared unless a probe collects usage stats. */
+  private nothing(): JValue {
+    return this.rt.stats ? undef() : NOTHING;
   }
 
   /**
@@ -369,8 +391,8 @@ export class Evaluator {
     if (op === "and") return truthy(left) ? this.eval(node.right, scope) : left;
     if (op === "or") return truthy(left) ? left : this.eval(node.right, scope);
     const right = this.eval(node.right, scope);
-    if (op === "==") return bool(equals(left, right));
-    if (op === "!=") return bool(!equals(left, right));
+    if (op === "==") return this.bool(equals(left, right));
+    if (op === "!=") return this.bool(!equals(left, right));
 
     const nullish = (v: JValue): boolean => v.kind === "none" || v.kind === "undefined";
     // the reference treats None/undefined as "" when concatenated with a string
@@ -380,7 +402,7 @@ export class Evaluator {
       return undefined;
     };
     if (left.kind === "undefined" || right.kind === "undefined") {
-      if (right.kind === "undefined" && (op === "in" || op === "not in")) return bool(op === "not in");
+      if (right.kind === "undefined" && (op === "in" || op === "not in")) return this.bool(op === "not in");
       const r = concatNull();
       if (r) return r;
       throw new TemplateRuntimeError(`Cannot perform operation ${op} on undefined values`);
@@ -408,13 +430,13 @@ export class Evaluator {
           return isFloat ? float(r) : int(r);
         }
         case "<":
-          return bool(a < b);
+          return this.bool(a < b);
         case ">":
-          return bool(a > b);
+          return this.bool(a > b);
         case ">=":
-          return bool(a >= b);
+          return this.bool(a >= b);
         case "<=":
-          return bool(a <= b);
+          return this.bool(a <= b);
       }
     }
     const isIn_ = (): boolean => truthy(isIn({ name: "test_is_in", args: [left, right], rt: this.rt }));
@@ -424,8 +446,8 @@ export class Evaluator {
         return arr([...left.items, ...right.items]);
       }
     } else if (right.kind === "array") {
-      if (op === "in") return bool(isIn_());
-      if (op === "not in") return bool(!isIn_());
+      if (op === "in") return this.bool(isIn_());
+      if (op === "not in") return this.bool(!isIn_());
     }
     if ((left.kind === "string" || right.kind === "string") && (op === "~" || op === "+")) return concat(asMarked(left), asMarked(right));
     if (op === "*" && ((left.kind === "string" && right.kind === "int") || (left.kind === "int" && right.kind === "string"))) {
@@ -441,12 +463,12 @@ export class Evaluator {
       return str(r.v, r.m);
     }
     if (left.kind === "string" && right.kind === "string") {
-      if (op === "in") return bool(isIn_());
-      if (op === "not in") return bool(!isIn_());
+      if (op === "in") return this.bool(isIn_());
+      if (op === "not in") return this.bool(!isIn_());
     }
     if (right.kind === "object") {
-      if (op === "in") return bool(isIn_());
-      if (op === "not in") return bool(!isIn_());
+      if (op === "in") return this.bool(isIn_());
+      if (op === "not in") return this.bool(!isIn_());
     }
     throw new TemplateRuntimeError(`Unknown operator "${op}" between ${typeName(left)} and ${typeName(right)}`);
   }

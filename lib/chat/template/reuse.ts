@@ -83,25 +83,32 @@ function convertsTo(x: unknown, v: JValue, markInput: boolean, key: string | und
     default:
       return false;
   }
-  if (x instanceof JsonFloat) return v.kind === "float" && Object.is(v.v, x.value);
-  if (x instanceof Map || x instanceof Date) return false;
-  if (Array.isArray(x)) {
-    if (v.kind !== "array" || v.tuple || v.items.length !== x.length || !once(v, seen)) return false;
-    for (let i = 0; i < x.length; i++) {
-      if (!(i in x)) return false;
-      const item = v.items[i];
-      if (item === undefined || !convertsTo(x[i], item, markInput, undefined, depth + 1, seen)) return false;
-    }
-    return true;
+  // plain objects and arrays first: one prototype read instead of a chain of instanceof
+  const proto = Object.getPrototypeOf(x);
+  if (proto !== Object.prototype) {
+    if (Array.isArray(x)) return arrayConvertsTo(x, v, markInput, depth, seen);
+    if (x instanceof JsonFloat) return v.kind === "float" && Object.is(v.v, x.value);
+    if (x instanceof Map || x instanceof Date) return false;
   }
   if (v.kind !== "object" || !v.builtins || !once(v, seen)) return false;
   const keys = Object.keys(x);
   if (keys.length !== v.entries.size) return false;
   let i = 0;
-  for (const [k, value] of v.entries.values()) {
+  for (const entry of v.entries.values()) {
     const name = keys[i++]!;
+    const k = entry[0];
     if (k.kind !== "string" || k.v !== name || !marksAre(k, markInput)) return false;
-    if (!convertsTo((x as Record<string, unknown>)[name], value, markInput, name, depth + 1, seen)) return false;
+    if (!convertsTo((x as Record<string, unknown>)[name], entry[1], markInput, name, depth + 1, seen)) return false;
+  }
+  return true;
+}
+
+function arrayConvertsTo(x: unknown[], v: JValue, markInput: boolean, depth: number, seen: Set<JValue> | undefined): boolean {
+  if (v.kind !== "array" || v.tuple || v.items.length !== x.length || !once(v, seen)) return false;
+  for (let i = 0; i < x.length; i++) {
+    if (!(i in x)) return false;
+    const item = v.items[i];
+    if (item === undefined || !convertsTo(x[i], item, markInput, undefined, depth + 1, seen)) return false;
   }
   return true;
 }
