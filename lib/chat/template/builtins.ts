@@ -31,6 +31,7 @@ import {
   objSet,
   str,
   toJsonMarked,
+  toJsonMemo,
   truthy,
   typeName,
   undef,
@@ -108,7 +109,8 @@ const tojson: Builtin = (a) => {
   const sepItems = seps.kind === "array" ? seps.items : [];
   const itemSep = sepItems[0] ? asString(sepItems[0]) : indent < 0 ? ", " : ",";
   const keySep = sepItems[1] ? asString(sepItems[1]) : ": ";
-  const json = toJsonMarked(pos(a, 0), indent, itemSep, keySep);
+  // a probe's values collect usage stats: its JSON is made afresh
+  const json = a.rt.stats ? toJsonMarked(pos(a, 0), indent, itemSep, keySep) : toJsonMemo(pos(a, 0), indent, itemSep, keySep);
   const out = truthy(ascii) ? jsonEnsureAscii(json.v, json.m) : json;
   return str(out.v, out.m);
 };

@@ -10,7 +10,7 @@
  * render budget (limits.ts) for the work, so walking a huge or self-referencing value is a coded
  * limit error rather than a hang or a stack overflow.
  */
-import { checkDepth, checkItems, checkLength, spend, spendRead, spendString } from "./limits.js";
+import { budgetPoint, chargeAgain, checkDepth, checkItems, checkLength, spend, spendRead, spendString } from "./limits.js";
 import { type Marks, MarkedBuilder, allMarked, runs } from "./marks.js";
 
 export interface ValueStats {
@@ -458,6 +458,35 @@ export function toJsonMarked(v: JValue, indent = -1, itemSep = indent < 0 ? ", "
   jsonInto(b, v, indent, itemSep, keySep, 0);
   spendString(b.length);
   return b.result();
+}
+
+/**
+ * JSON already made for containers that have not changed since (the same tools print the same
+ * JSON every turn): per value and formatting, with what making it charged, valid while no value
+ * anywhere has been changed in place (`changes`). Charged again on reuse (limits.ts chargeAgain).
+ */
+interface JsonMemo {
+  changes: number;
+  json: { v: string; m?: Marks };
+  steps: number;
+  allocation: number;
+  limits: ReturnType<typeof budgetPoint>["limits"];
+}
+const jsonMemo = new WeakMap<object, Map<string, JsonMemo>>();
+
+/** {@link toJsonMarked}, reusing the JSON of an object or array that has not changed since. */
+export function toJsonMemo(v: JValue, indent: number, itemSep: string, keySep: string): { v: string; m?: Marks } {
+  if (v.kind !== "object" && v.kind !== "array") return toJsonMarked(v, indent, itemSep, keySep);
+  const key = `${indent}\u0000${itemSep}\u0000${keySep}`;
+  let memos = jsonMemo.get(v);
+  const hit = memos?.get(key);
+  if (hit !== undefined && hit.changes === changes && chargeAgain(hit.steps, hit.allocation, hit.limits)) return hit.json;
+  const before = budgetPoint();
+  const json = toJsonMarked(v, indent, itemSep, keySep);
+  const after = budgetPoint();
+  if (memos === undefined) jsonMemo.set(v, (memos = new Map()));
+  memos.set(key, { changes, json, steps: before.steps - after.steps, allocation: before.allocation - after.allocation, limits: before.limits });
+  return json;
 }
 
 /** Indentation of JSON level `l`. */
