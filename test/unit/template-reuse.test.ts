@@ -68,6 +68,18 @@ describe("reused tool values", () => {
     expect(texts.size).toBe(edits.length - 2);
   });
 
+  it("converts afresh what it cannot compare (Maps, Dates, sparse arrays, class instances)", () => {
+    clearReusedValues();
+    class Box {
+      constructor(readonly inner = 1) {}
+    }
+    const odd = (): unknown[] => [{ m: new Map([["k", 1]]), d: new Date(0), s: [1, , 3], b: new Box(), n: NaN, f: new JsonFloat(2) }];
+    for (let i = 0; i < 3; i++) {
+      const [reused, fresh] = both("{{ tools | tojson }}", odd());
+      expect(reused).toEqual(fresh);
+    }
+  });
+
   it("keeps marks apart: the same data as input and as plain data", () => {
     clearReusedValues();
     const [marked] = both(src, TOOLS(), ["tools"]);

@@ -1,18 +1,20 @@
 /**
  * Converted input kept between renders. An agent loop renders the same tools every turn; turning
  * 250 tool objects into template values (fromJS) is a tenth of the render and makes most of what
- * the garbage collector has to copy. A converted value is reused only when the data given now
- * converts to exactly it (`convertsTo`: same shapes, kinds, strings, keys, key order and input
- * marks), and kept only when the render left it as it was: templates can change objects and
- * arrays in place (`{% set tool.x = ... %}`, `append`), so after a render that changed any value
- * the value is compared with its data again and dropped if it changed. Nothing else about a render depends on
- * whether a value was reused: conversion runs outside the render budget either way.
+ * the garbage collector has to copy. A converted value is reused only when the data given now is
+ * the data it was made from (compared with a flattened copy of that data, `matchesTape`), and
+ * kept only when the render left it as it was: templates can change objects and arrays in place
+ * (`{% set tool.x = ... %}`, `append`), so after a render that changed any value the value is
+ * compared with its data (`convertsTo`) and dropped if it changed. Nothing else about a render
+ * depends on whether a value was reused: conversion runs outside the render budget either way.
  */
 import { type JValue, JsonFloat, PLAIN_WORD, STRUCTURAL_KEYS, changeCount, fromJS } from "./value.js";
 
 interface Kept {
   markInput: boolean;
   value: JValue;
+  /** The data `value` was made from, flattened (see tapeOf): what the next data is compared with. */
+  tape: unknown[];
 }
 
 /** Per variable name, the most recent conversions (most recent last). */
@@ -31,7 +33,8 @@ export function convertReusable(name: string, data: unknown, markInput: boolean)
   const list = kept.get(name) ?? [];
   for (let i = list.length - 1; i >= 0; i--) {
     const k = list[i]!;
-    if (k.markInput !== markInput || !convertsTo(data, k.value, markInput, undefined, 0)) continue;
+    // the same data as the value was made from (and the value was left as made, see keep)
+    if (k.markInput !== markInput || !matchesTape(data, k.tape)) continue;
     // in use: taken out until the render has shown it left the value alone
     list.splice(i, 1);
     const before = changeCount();
@@ -39,7 +42,13 @@ export function convertReusable(name: string, data: unknown, markInput: boolean)
   }
   const before = changeCount();
   const value = fromJS(data, markInput);
-  return { value, settle: () => keep(name, data, { markInput, value }, before) };
+  return {
+    value,
+    settle: () => {
+      const tape: unknown[] = [];
+      if (tapeOf(data, tape, 0)) keep(name, data, { markInput, value, tape }, before);
+    },
+  };
 }
 
 function keep(name: string, data: unknown, k: Kept, changesBefore: number): void {
@@ -51,6 +60,77 @@ function keep(name: string, data: unknown, k: Kept, changesBefore: number): void
   if (list === undefined) kept.set(name, (list = []));
   list.push(k);
   if (list.length > KEPT_PER_NAME) list.shift();
+}
+
+// ---- the data, flattened -------------------------------------------------------------------------
+
+const ARRAY = Symbol("array");
+const OBJECT = Symbol("object");
+const FLOAT = Symbol("JsonFloat");
+
+/**
+ * Appends `x` to `tape` in depth-first order: a primitive as itself, an array as ARRAY, its
+ * length and its items, a plain object as OBJECT, its key count and each key and value, a
+ * JsonFloat as FLOAT and its number. False for anything else (Maps, Dates, class instances,
+ * sparse arrays, very deep data): such data is not kept.
+ */
+function tapeOf(x: unknown, tape: unknown[], depth: number): boolean {
+  if (typeof x !== "object" || x === null) {
+    if (typeof x === "function" || typeof x === "symbol" || typeof x === "bigint") return false;
+    tape.push(x);
+    return true;
+  }
+  if (depth > MAX_DEPTH) return false;
+  const proto = Object.getPrototypeOf(x);
+  if (proto === Array.prototype) {
+    const a = x as unknown[];
+    tape.push(ARRAY, a.length);
+    for (let i = 0; i < a.length; i++) if (!(i in a) || !tapeOf(a[i], tape, depth + 1)) return false;
+    return true;
+  }
+  if (proto === Object.prototype) {
+    const keys = Object.keys(x);
+    tape.push(OBJECT, keys.length);
+    for (const k of keys) {
+      tape.push(k);
+      if (!tapeOf((x as Record<string, unknown>)[k], tape, depth + 1)) return false;
+    }
+    return true;
+  }
+  if (x instanceof JsonFloat) {
+    tape.push(FLOAT, x.value);
+    return true;
+  }
+  return false;
+}
+
+/** Where matchesTape is in the tape. */
+let at = 0;
+
+/** Whether `x` flattens to exactly `tape`. */
+function matchesTape(x: unknown, tape: readonly unknown[]): boolean {
+  at = 0;
+  return matchNext(x, tape, 0) && at === tape.length;
+}
+
+function matchNext(x: unknown, tape: readonly unknown[], depth: number): boolean {
+  if (typeof x !== "object" || x === null) return Object.is(x, tape[at++]);
+  if (depth > MAX_DEPTH) return false;
+  const proto = Object.getPrototypeOf(x);
+  if (proto === Array.prototype) {
+    const a = x as unknown[];
+    if (tape[at++] !== ARRAY || tape[at++] !== a.length) return false;
+    for (let i = 0; i < a.length; i++) if (!(i in a) || !matchNext(a[i], tape, depth + 1)) return false;
+    return true;
+  }
+  if (proto === Object.prototype) {
+    const keys = Object.keys(x);
+    if (tape[at++] !== OBJECT || tape[at++] !== keys.length) return false;
+    for (const k of keys) if (tape[at++] !== k || !matchNext((x as Record<string, unknown>)[k], tape, depth + 1)) return false;
+    return true;
+  }
+  if (x instanceof JsonFloat) return tape[at++] === FLOAT && Object.is(tape[at++], x.value);
+  return false;
 }
 
 /** Forgets every kept value (tests, memory). */
