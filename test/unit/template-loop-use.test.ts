@@ -25,6 +25,23 @@ describe("the loop object", () => {
     for (const [src, want] of cases) expect(render(src), src).toBe(want);
   });
 
+  it("is a new object each iteration wherever the body could keep or change it", () => {
+    const cases: [string, string][] = [
+      // kept from the first iteration, read in the later ones
+      ["{% set ns = namespace(first=none) %}{% for x in xs %}{% if loop.first %}{% set ns.first = loop %}{% endif %}{{ ns.first.index }}{% endfor %}", "111"],
+      // a member set on it does not carry to the next iteration
+      ["{% for x in xs %}{{ loop.y is defined }}{% set loop.y = 1 %}{% endfor %}", "FalseFalseFalse"],
+      // kept by a macro the body calls
+      ["{% set ns = namespace(l=none) %}{% macro keep() %}{% if ns.l is none %}{% set ns.l = loop %}{% endif %}{% endmacro %}{% for x in xs %}{{ keep() }}{{ ns.l.index }}{% endfor %}", "111"],
+      // passed on whole
+      ["{% macro idx(l) %}{{ l.index }}{% endmacro %}{% for x in xs %}{{ idx(loop) }}{% endfor %}", "123"],
+      ["{% set ns = namespace(all=[]) %}{% for x in xs %}{% set ns.all = ns.all + [loop] %}{% endfor %}{% for l in ns.all %}{{ l.index }}{% endfor %}", "123"],
+      // members only: one object, updated
+      ["{% for x in xs %}{{ loop.index }}{{ loop['revindex'] }}{{ loop.previtem }}{{ loop.nextitem }}{{ loop.first }}{% endfor %}", "13bTrue22acFalse31bFalse"],
+    ];
+    for (const [src, want] of cases) expect(render(src), src).toBe(want);
+  });
+
   it("costs the same budget whether it is built or not", () => {
     const usage = (src: string): TemplateUsage => {
       let u: TemplateUsage | undefined;

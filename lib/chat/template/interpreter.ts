@@ -23,7 +23,7 @@ import {
   spendString,
   withBudget,
 } from "./limits.js";
-import { readsLoopObject } from "./loop-use.js";
+import { letsLoopObjectOut, readsLoopObject } from "./loop-use.js";
 import { MarkedBuilder, type Marks, concatMarks, isMarkedAt } from "./marks.js";
 import {
   type FuncArgs,
@@ -120,6 +120,32 @@ function argumentFor(args: readonly JValue[], key: string, i: number): JValue {
   for (const a of args) if (a.kind === "kwarg" && a.key === key) return a.value;
   const p = args[i];
   return p !== undefined && p.kind !== "kwarg" ? p : undef();
+}
+
+/**
+ * One loop object for a whole loop whose body only reads its members (loop-use.ts): the same
+ * entries as loopObject builds, their values replaced for each iteration.
+ */
+class LoopObject {
+  private readonly pairs: [JValue, JValue][] = LOOP_KEY_VALUES.map((k) => [k, NOTHING]);
+  readonly value: ValueOf<"object"> = {
+    kind: "object",
+    entries: new Map(LOOP_KEYS.map((k, j) => [k, this.pairs[j]!])),
+    builtins: false,
+  };
+  update(kept: readonly JValue[], i: number): void {
+    const n = kept.length;
+    const p = this.pairs;
+    p[0]![1] = int(i + 1);
+    p[1]![1] = int(i);
+    p[2]![1] = int(n - i);
+    p[3]![1] = int(n - i - 1);
+    p[4]![1] = i === 0 ? TRUE : FALSE;
+    p[5]![1] = i === n - 1 ? TRUE : FALSE;
+    p[6]![1] = int(n);
+    p[7]![1] = i > 0 ? kept[i - 1]! : undef("previtem");
+    p[8]![1] = i < n - 1 ? kept[i + 1]! : undef("nextitem");
+  }
 }
 
 class BreakSignal {}
@@ -601,10 +627,19 @@ export class Evaluator {
     let noIteration = true;
     // a body that cannot read `loop` gets none (charged all the same); a probe always gets one
     const skipLoop = !this.rt.stats && this.program !== undefined && maxItems() >= LOOP_KEYS.length && !readsLoopObject(this.program, node);
+    // a body that only reads members of `loop` gets one object, updated for each iteration
+    const inPlace =
+      !skipLoop && !this.rt.stats && this.program !== undefined && maxItems() >= LOOP_KEYS.length && !letsLoopObjectOut(this.program, node);
+    let reused: LoopObject | undefined;
     for (let i = 0; i < kept.length; i++) {
       spend(LOOP_ITERATION_COST);
       if (skipLoop) spend(LOOP_OBJECT_COST);
-      else scope.set("loop", loopObject(kept, i, this.rt.stats));
+      else if (inPlace) {
+        spend(LOOP_OBJECT_COST);
+        if (reused === undefined) reused = new LoopObject();
+        reused.update(kept, i);
+        scope.set("loop", reused.value);
+      } else scope.set("loop", loopObject(kept, i, this.rt.stats));
       bind(scope, kept[i]!);
       try {
         for (const s of node.body) this.print(out, this.eval(s, scope), s);

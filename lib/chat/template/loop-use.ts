@@ -11,7 +11,9 @@ import type { Node, NodeOf } from "./ast.js";
 const CALLS = new Set(["CallExpression", "CallStatement", "FilterExpression", "FilterStatement", "TestExpression"]);
 
 const programReads = new WeakMap<object, boolean>();
+const programLets = new WeakMap<object, boolean>();
 const loopReads = new WeakMap<object, boolean>();
+const loopLets = new WeakMap<object, boolean>();
 
 /** Whether the value (a node, a list of nodes, an object literal's map) holds a node `test` accepts. */
 function holds(x: unknown, test: (n: { type: string; value?: unknown }) => boolean): boolean {
@@ -45,6 +47,48 @@ export function readsLoopObject(program: NodeOf<"Program">, node: NodeOf<"For">)
     const body: Node[] = node.body;
     r = holds(body, namesLoop) || (macrosReadLoop(program) && holds(body, (n) => CALLS.has(n.type)));
     loopReads.set(node, r);
+  }
+  return r;
+}
+
+/**
+ * Whether `x` uses `loop` other than by reading a member of it (`loop.index`, `loop[k]`): naming
+ * it bare (`{% set l = loop %}`, `loop | tojson`, a macro argument) or assigning to a member of
+ * it. When no body can, nothing outside an iteration ever holds its loop object, so one object
+ * per loop, updated in place, renders the same as a fresh one per iteration.
+ */
+function letsLoopOut(x: unknown): boolean {
+  if (Array.isArray(x)) return x.some(letsLoopOut);
+  if (x instanceof Map) {
+    for (const [k, v] of x) if (letsLoopOut(k) || letsLoopOut(v)) return true;
+    return false;
+  }
+  if (typeof x !== "object" || x === null || typeof (x as { type?: unknown }).type !== "string") return false;
+  const n = x as Node;
+  if (namesLoop(n as { type: string; value?: unknown })) return true;
+  if (n.type === "MemberExpression" && namesLoop(n.object as { type: string; value?: unknown })) return n.computed && letsLoopOut(n.property);
+  if (n.type === "Set" && n.assignee.type === "MemberExpression" && holds(n.assignee.object, namesLoop)) return true;
+  for (const v of Object.values(n)) if (typeof v === "object" && v !== null && letsLoopOut(v)) return true;
+  return false;
+}
+
+/** Whether any macro of `program` uses `loop` other than by reading its members. */
+function macrosLetLoopOut(program: NodeOf<"Program">): boolean {
+  let r = programLets.get(program);
+  if (r === undefined) {
+    r = holds(program.body, (n) => n.type === "Macro" && letsLoopOut((n as unknown as NodeOf<"Macro">).body));
+    programLets.set(program, r);
+  }
+  return r;
+}
+
+/** Whether the body of `node` (a For node of `program`) may hold on to its `loop` object (see letsLoopOut). */
+export function letsLoopObjectOut(program: NodeOf<"Program">, node: NodeOf<"For">): boolean {
+  let r = loopLets.get(node);
+  if (r === undefined) {
+    const body: Node[] = node.body;
+    r = letsLoopOut(body) || (macrosLetLoopOut(program) && holds(body, (n) => CALLS.has(n.type)));
+    loopLets.set(node, r);
   }
   return r;
 }
