@@ -175,6 +175,15 @@ export class Scope {
 const FILTER_ALIASES: Record<string, string> = { count: "length", d: "default", e: "escape", trim: "strip" };
 const COERCED_TO_STRING = new Set(["capitalize", "lower", "replace", "strip", "title", "upper", "wordcount"]);
 
+const nullish = (v: JValue): boolean => v.kind === "none" || v.kind === "undefined";
+
+/** The reference treats None/undefined as "" when concatenated with a string. */
+function concatNullish(op: string, left: JValue, right: JValue): JValue | undefined {
+  if ((op === "+" || op === "~") && ((nullish(left) && right.kind === "string") || (nullish(right) && left.kind === "string")))
+    return concat(nullish(left) ? { v: "" } : asMarked(left), nullish(right) ? { v: "" } : asMarked(right));
+  return undefined;
+}
+
 /** Concatenates two strings with their marks, after checking the result may exist. */
 function concat(a: { v: string; m?: Marks }, b: { v: string; m?: Marks }): JValue {
   spendString(a.v.length + b.v.length);
@@ -420,13 +429,9 @@ export class Evaluator {
     if (op === "==") return this.bool(equals(left, right));
     if (op === "!=") return this.bool(!equals(left, right));
 
-    const nullish = (v: JValue): boolean => v.kind === "none" || v.kind === "undefined";
-    // the reference treats None/undefined as "" when concatenated with a string
-    const concatNull = (): JValue | undefined => {
-      if ((op === "+" || op === "~") && ((nullish(left) && right.kind === "string") || (nullish(right) && left.kind === "string")))
-        return concat(nullish(left) ? { v: "" } : asMarked(left), nullish(right) ? { v: "" } : asMarked(right));
-      return undefined;
-    };
+    // the commonest case first: two strings joined (what the general rule below gives them)
+    if (left.kind === "string" && right.kind === "string" && (op === "~" || op === "+")) return concat(left, right);
+    const concatNull = (): JValue | undefined => concatNullish(op, left, right);
     if (left.kind === "undefined" || right.kind === "undefined") {
       if (right.kind === "undefined" && (op === "in" || op === "not in")) return this.bool(op === "not in");
       const r = concatNull();
