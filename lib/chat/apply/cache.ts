@@ -14,6 +14,7 @@
 import { createHash } from "node:crypto";
 
 import type { ChatFamily } from "../formats/family.js";
+import { clearReusedValues } from "../template/reuse.js";
 import type { AppliedChatPlan } from "./types.js";
 import type { NormalizedApplyRequest } from "./request.js";
 
@@ -42,6 +43,8 @@ const generationPrompts = new Map<string, string>();
 export function clearPlanCache(): void {
   entries.clear();
   generationPrompts.clear();
+  // the converted tools the renderer keeps between renders (template/reuse.ts) go with the plans
+  clearReusedValues();
 }
 
 function planKey(templateHash: string, req: NormalizedApplyRequest): string {

@@ -27,9 +27,11 @@ import {
   obj,
   objGet,
   objHas,
+  noteChange,
   objSet,
   str,
   toJsonMarked,
+  toJsonMemo,
   truthy,
   typeName,
   undef,
@@ -107,7 +109,8 @@ const tojson: Builtin = (a) => {
   const sepItems = seps.kind === "array" ? seps.items : [];
   const itemSep = sepItems[0] ? asString(sepItems[0]) : indent < 0 ? ", " : ",";
   const keySep = sepItems[1] ? asString(sepItems[1]) : ": ";
-  const json = toJsonMarked(pos(a, 0), indent, itemSep, keySep);
+  // a probe's values collect usage stats: its JSON is made afresh
+  const json = a.rt.stats ? toJsonMarked(pos(a, 0), indent, itemSep, keySep) : toJsonMemo(pos(a, 0), indent, itemSep, keySep);
   const out = truthy(ascii) ? jsonEnsureAscii(json.v, json.m) : json;
   return str(out.v, out.m);
 };
@@ -648,6 +651,7 @@ const ARRAY: Table = new Map<string, Builtin>([
       if (target.kind !== "array") throw new TemplateRaisedError("append: first argument must be an array");
       if (target.tuple) throw new TemplateRuntimeError("Attempting to modify immutable type");
       checkItems(target.items.length + 1);
+      noteChange();
       target.items.push(pos(a, 1));
       return target;
     },
@@ -663,6 +667,7 @@ const ARRAY: Table = new Map<string, Builtin>([
       if (i < 0 || i >= target.items.length)
         throw new TemplateRuntimeError(`Index ${i} out of bounds for array of size ${target.items.length}`);
       spend(target.items.length - i);
+      noteChange();
       return target.items.splice(i, 1)[0]!;
     },
   ],

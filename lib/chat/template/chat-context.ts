@@ -21,6 +21,7 @@ import { type ChatMessage, concatContentParts, parseChatMessages } from "../mess
 import { type TemplateCaps, preserveReasoningVars, templateCaps } from "./caps.js";
 import { closeCutJson } from "../partial-json.js";
 import { parseJsonText } from "./json-text.js";
+import { cloneData } from "./plain-copy.js";
 import { patchTemplateSource } from "./source-patches.js";
 import { strftime } from "./strftime.js";
 
@@ -140,7 +141,7 @@ function normalizeTools(tools: readonly unknown[] | null | undefined): JsonObjec
     if (typeof fn !== "object" || fn === null) invalid(`${where}.function: missing`, `${where}.function`);
     if (typeof fn.name !== "string") invalid(`${where}.function.name: expected a string`, `${where}.function.name`);
     const description = fn.description === undefined ? "" : fn.description;
-    const parameters = fn.parameters === undefined ? {} : structuredClone(fn.parameters);
+    const parameters = fn.parameters === undefined ? {} : cloneData(fn.parameters);
     return { type: "function", function: { name: fn.name, description, parameters } };
   });
 }

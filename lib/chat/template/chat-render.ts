@@ -12,6 +12,9 @@ export type { ChatRenderRequest };
 /** The variables whose strings are message values (marked as input in the output). */
 const INPUT_VARIABLES = ["messages", "tools", "response_format"];
 
+/** The variables an agent loop sends unchanged turn after turn: converted once, reused while unchanged. */
+const REUSABLE_VARIABLES = ["tools"];
+
 /** A rendered chat prompt and the stretches of it that came from message values. */
 export interface ChatPrompt {
   prompt: string;
@@ -32,6 +35,7 @@ export function renderChatPrompt(source: string, request: ChatRenderRequest, lim
   const out = renderTemplateMarked(prepared.source, vars, {
     now: request.now ?? new Date(),
     inputVariables: INPUT_VARIABLES,
+    reusable: REUSABLE_VARIABLES,
     ...(limits ? { limits } : {}),
   });
   const [from, to] = prepared.finishRange(out.text);

@@ -11,12 +11,25 @@
 import type { Identifier, Node, NodeOf } from "./ast.js";
 import { GLOBALS, builtinsOf, isIn } from "./builtins.js";
 import { TemplateLimitError } from "./errors.js";
-import { Budget, CALL_COST, LOOP_ITERATION_COST, checkLength, spend, spendItems, spendString, withBudget } from "./limits.js";
-import { MarkedBuilder, type Marks, isMarkedAt } from "./marks.js";
+import {
+  Budget,
+  CALL_COST,
+  LOOP_ITERATION_COST,
+  STRING_CHARS_PER_STEP,
+  checkLength,
+  maxItems,
+  spend,
+  spendItems,
+  spendString,
+  withBudget,
+} from "./limits.js";
+import { letsLoopObjectOut, readsLoopObject } from "./loop-use.js";
+import { MarkedBuilder, type Marks, concatMarks, isMarkedAt } from "./marks.js";
 import {
   type FuncArgs,
   type JValue,
   type RuntimeHooks,
+  type ValueOf,
   TemplateRuntimeError,
   arr,
   asMarked,
@@ -28,6 +41,7 @@ import {
   int,
   isNumeric,
   markUsed,
+  noteChange,
   obj,
   objGet,
   objSet,
@@ -40,6 +54,99 @@ import {
 
 /** The innermost AST node each render error came from. */
 export const failedNodes = new WeakMap<Error, Node>();
+
+/** Shared values of renders that collect no usage stats (values are not changed in place then). */
+const TRUE = bool(true);
+const FALSE = bool(false);
+const NOTHING = undef();
+const EMPTY = str("");
+
+/** Literal values by node (see Evaluator.literal). */
+const literals = new WeakMap<object, JValue>();
+
+/** The `loop` object's keys, their map keys, and what building it with objSet charges. */
+const LOOP_KEYS = ["index", "index0", "revindex", "revindex0", "first", "last", "length", "previtem", "nextitem"] as const;
+const LOOP_KEY_VALUES = LOOP_KEYS.map((k) => str(k));
+const LOOP_OBJECT_COST = LOOP_KEYS.reduce((n, k) => n + 2 + k.length / STRING_CHARS_PER_STEP, 0);
+
+/**
+ * The `loop` object of iteration `i` of `kept`. Built straight into its map: the same object
+ * (and the same charge, as one sum) as objSet would build key by key; the keys are shared unless
+ * a probe collects usage stats on them.
+ */
+function loopObject(kept: readonly JValue[], i: number, stats: boolean): ValueOf<"object"> {
+  if (maxItems() < LOOP_KEYS.length) {
+    // a budget this small fails on the loop object, at the key objSet would fail on
+    const pairs: [JValue, JValue][] = LOOP_KEYS.map((k) => [str(k), undef()]);
+    return obj(pairs, false);
+  }
+  spend(LOOP_OBJECT_COST);
+  const n = kept.length;
+  const keys = stats ? LOOP_KEYS.map((k) => str(k)) : LOOP_KEY_VALUES;
+  const values: JValue[] = [
+    int(i + 1),
+    int(i),
+    int(n - i),
+    int(n - i - 1),
+    stats ? bool(i === 0) : i === 0 ? TRUE : FALSE,
+    stats ? bool(i === n - 1) : i === n - 1 ? TRUE : FALSE,
+    int(n),
+    i > 0 ? kept[i - 1]! : undef("previtem"),
+    i < n - 1 ? kept[i + 1]! : undef("nextitem"),
+  ];
+  const entries = new Map<string, [JValue, JValue]>();
+  for (let j = 0; j < LOOP_KEYS.length; j++) entries.set(LOOP_KEYS[j]!, [keys[j]!, values[j]!]);
+  return { kind: "object", entries, builtins: false };
+}
+
+/** "test_is_<name>", made once per test name (a concatenation would be hashed anew on every lookup). */
+const testNames = new Map<string, string>();
+function testName(test: string): string {
+  let name = testNames.get(test);
+  if (name === undefined) testNames.set(test, (name = "test_is_" + test));
+  return name;
+}
+
+/** `[self, ...args]` without the iterator protocol. */
+function withSelf(self: JValue, args: readonly JValue[]): JValue[] {
+  const all = new Array<JValue>(args.length + 1);
+  all[0] = self;
+  for (let i = 0; i < args.length; i++) all[i + 1] = args[i]!;
+  return all;
+}
+
+/** The argument for parameter `key` (at position `i`): by keyword, else by position. */
+function argumentFor(args: readonly JValue[], key: string, i: number): JValue {
+  for (const a of args) if (a.kind === "kwarg" && a.key === key) return a.value;
+  const p = args[i];
+  return p !== undefined && p.kind !== "kwarg" ? p : undef();
+}
+
+/**
+ * One loop object for a whole loop whose body only reads its members (loop-use.ts): the same
+ * entries as loopObject builds, their values replaced for each iteration.
+ */
+class LoopObject {
+  private readonly pairs: [JValue, JValue][] = LOOP_KEY_VALUES.map((k) => [k, NOTHING]);
+  readonly value: ValueOf<"object"> = {
+    kind: "object",
+    entries: new Map(LOOP_KEYS.map((k, j) => [k, this.pairs[j]!])),
+    builtins: false,
+  };
+  update(kept: readonly JValue[], i: number): void {
+    const n = kept.length;
+    const p = this.pairs;
+    p[0]![1] = int(i + 1);
+    p[1]![1] = int(i);
+    p[2]![1] = int(n - i);
+    p[3]![1] = int(n - i - 1);
+    p[4]![1] = i === 0 ? TRUE : FALSE;
+    p[5]![1] = i === n - 1 ? TRUE : FALSE;
+    p[6]![1] = int(n);
+    p[7]![1] = i > 0 ? kept[i - 1]! : undef("previtem");
+    p[8]![1] = i < n - 1 ? kept[i + 1]! : undef("nextitem");
+  }
+}
 
 class BreakSignal {}
 class ContinueSignal {}
@@ -68,20 +175,27 @@ export class Scope {
 const FILTER_ALIASES: Record<string, string> = { count: "length", d: "default", e: "escape", trim: "strip" };
 const COERCED_TO_STRING = new Set(["capitalize", "lower", "replace", "strip", "title", "upper", "wordcount"]);
 
+const nullish = (v: JValue): boolean => v.kind === "none" || v.kind === "undefined";
+
+/** The reference treats None/undefined as "" when concatenated with a string. */
+function concatNullish(op: string, left: JValue, right: JValue): JValue | undefined {
+  if ((op === "+" || op === "~") && ((nullish(left) && right.kind === "string") || (nullish(right) && left.kind === "string")))
+    return concat(nullish(left) ? { v: "" } : asMarked(left), nullish(right) ? { v: "" } : asMarked(right));
+  return undefined;
+}
+
 /** Concatenates two strings with their marks, after checking the result may exist. */
 function concat(a: { v: string; m?: Marks }, b: { v: string; m?: Marks }): JValue {
   spendString(a.v.length + b.v.length);
   if (a.m === undefined && b.m === undefined) return str(a.v + b.v);
-  const out = new MarkedBuilder();
-  out.append(a.v, a.m);
-  out.append(b.v, b.m);
-  const r = out.result();
-  return str(r.v, r.m);
+  return str(a.v + b.v, concatMarks(a.v.length, a.m, b.v.length, b.m));
 }
 
 export class Evaluator {
   /** Current evaluation depth (expression nesting plus macro recursion). */
   private depth = 0;
+  /** The program being rendered (which loops read their `loop` object is known per program). */
+  private program: NodeOf<"Program"> | undefined;
 
   constructor(
     private readonly rt: RuntimeHooks,
@@ -95,6 +209,7 @@ export class Evaluator {
 
   /** Renders a whole program in `scope`; `m` marks the characters that came from input values. */
   renderMarked(program: NodeOf<"Program">, scope: Scope): { v: string; m?: Marks } {
+    this.program = program;
     return withBudget(this.budget, () => {
       const out = this.block(program.body, scope);
       return out.kind === "string" ? (out.m ? { v: out.v, m: out.m } : { v: out.v }) : { v: "" };
@@ -103,13 +218,19 @@ export class Evaluator {
 
   /** The statements' output as one string value (with marks). */
   private block(stmts: readonly Node[], scope: Scope): JValue {
-    const out = new MarkedBuilder();
-    for (const s of stmts) {
-      const v = this.eval(s, scope);
-      // one string statement: a fresh value (usage stats must not flow back to the value printed)
-      if (stmts.length === 1 && v.kind === "string") return str(v.v, v.m);
-      this.print(out, v, s);
+    if (stmts.length === 0) return this.rt.stats ? str("") : EMPTY;
+    if (stmts.length === 1) {
+      const v = this.eval(stmts[0]!, scope);
+      // one string statement: that string (a fresh value when usage stats must not flow back to
+      // the value printed); anything else prints into a builder as below
+      if (v.kind === "string") return this.rt.stats ? str(v.v, v.m) : v;
+      const out = new MarkedBuilder();
+      this.print(out, v, stmts[0]!);
+      const r = out.result();
+      return str(r.v, r.m);
     }
+    const out = new MarkedBuilder();
+    for (const s of stmts) this.print(out, this.eval(s, scope), s);
     const r = out.result();
     return str(r.v, r.m);
   }
@@ -129,7 +250,7 @@ export class Evaluator {
 
   private call(fn: JValue, args: JValue[], what: string): JValue {
     if (fn.kind !== "func") throw new TemplateRuntimeError(`Callee is not a function: got ${typeName(fn)} (${what})`);
-    const fa: FuncArgs = { name: fn.name, args: fn.self ? [fn.self, ...args] : args, rt: this.rt };
+    const fa: FuncArgs = { name: fn.name, args: fn.self ? withSelf(fn.self, args) : args, rt: this.rt };
     return fn.fn(fa);
   }
 
@@ -162,17 +283,73 @@ export class Evaluator {
 
   private evalNode(node: Node, scope: Scope): JValue {
     switch (node.type) {
-      case "Program":
-        return this.block(node.body, scope);
+      case "Identifier":
+        return this.identifier(node, scope);
+      case "MemberExpression":
+        return this.member(node, scope);
       case "StringLiteral":
-        return str(node.value);
+        return this.literal(node, str);
+      case "BinaryExpression":
+        return this.binary(node, scope);
+      case "If":
+        return this.block(truthy(this.eval(node.test, scope)) ? node.body : node.alternate, scope);
+      case "TestExpression": {
+        const input = this.eval(node.operand, scope);
+        const name = testName(node.test.value);
+        const test = GLOBALS.get(name);
+        if (!test) throw new TemplateRuntimeError(`Unknown test '${node.test.value}'`);
+        const r = truthy(test({ name, args: [input], rt: this.rt }));
+        return this.bool(node.negate ? !r : r);
+      }
+      case "FilterExpression":
+        return this.filter(this.eval(node.operand, scope), node.filter, scope);
+      case "CallExpression": {
+        const args = this.arguments(node.args, scope);
+        const callee = this.eval(node.callee, scope);
+        // this.withScope(scope, ...) without a closure per call
+        const prev = this.currentScope;
+        this.currentScope = scope;
+        try {
+          return this.call(callee, args, "call");
+        } finally {
+          this.currentScope = prev;
+        }
+      }
+      case "For":
+        return this.forLoop(node, scope);
+      case "Set":
+        this.set(node, scope);
+        return this.nothing();
       case "IntegerLiteral":
-        return int(node.value);
-      case "FloatLiteral":
-        return float(node.value);
+        return this.literal(node, int);
       case "ArrayLiteral":
         spendItems(node.value.length);
         return arr(node.value.map((x) => this.eval(x, scope)));
+      case "UnaryExpression": {
+        const v = this.eval(node.argument, scope);
+        if (node.operator.value === "not") return this.bool(!truthy(v));
+        if (node.operator.value === "-") {
+          if (v.kind === "int") return int(-v.v);
+          if (v.kind === "float") return float(-v.v);
+          throw new TemplateRuntimeError("Unary - operator requires numeric operand");
+        }
+        throw new TemplateRuntimeError(`Unknown unary operator '${node.operator.value}'`);
+      }
+      case "Ternary":
+        return truthy(this.eval(node.condition, scope)) ? this.eval(node.trueExpr, scope) : this.eval(node.falseExpr, scope);
+      case "SelectExpression":
+        return truthy(this.eval(node.test, scope)) ? this.eval(node.lhs, scope) : this.nothing();
+      case "KeywordArgumentExpression":
+        return { kind: "kwarg", key: node.key.value, value: this.eval(node.value, scope) };
+      case "Macro":
+        this.macro(node, scope);
+        return this.nothing();
+      case "Comment":
+        return this.nothing();
+      case "Program":
+        return this.block(node.body, scope);
+      case "FloatLiteral":
+        return this.literal(node, float);
       case "TupleLiteral":
         spendItems(node.value.length);
         return arr(
@@ -184,67 +361,48 @@ export class Evaluator {
         for (const [k, v] of node.value) objSet(o, this.eval(k, scope), this.eval(v, scope));
         return o;
       }
-      case "Identifier":
-        return this.identifier(node, scope);
-      case "Comment":
-        return undef();
       case "Break":
         throw new BreakSignal();
       case "Continue":
         throw new ContinueSignal();
-      case "If":
-        return this.block(truthy(this.eval(node.test, scope)) ? node.body : node.alternate, scope);
-      case "For":
-        return this.forLoop(node, scope);
-      case "Set":
-        this.set(node, scope);
-        return undef();
-      case "Macro":
-        this.macro(node, scope);
-        return undef();
       case "CallStatement":
         return this.callStatement(node, scope);
-      case "MemberExpression":
-        return this.member(node, scope);
-      case "CallExpression": {
-        const args = node.args.map((a) => this.argument(a, scope));
-        const callee = this.eval(node.callee, scope);
-        return this.withScope(scope, () => this.call(callee, args, "call"));
-      }
-      case "KeywordArgumentExpression":
-        return { kind: "kwarg", key: node.key.value, value: this.eval(node.value, scope) };
-      case "BinaryExpression":
-        return this.binary(node, scope);
-      case "UnaryExpression": {
-        const v = this.eval(node.argument, scope);
-        if (node.operator.value === "not") return bool(!truthy(v));
-        if (node.operator.value === "-") {
-          if (v.kind === "int") return int(-v.v);
-          if (v.kind === "float") return float(-v.v);
-          throw new TemplateRuntimeError("Unary - operator requires numeric operand");
-        }
-        throw new TemplateRuntimeError(`Unknown unary operator '${node.operator.value}'`);
-      }
-      case "FilterExpression":
-        return this.filter(this.eval(node.operand, scope), node.filter, scope);
       case "FilterStatement":
         return this.filter(this.block(node.body, scope), node.filter, scope);
-      case "TestExpression": {
-        const input = this.eval(node.operand, scope);
-        const test = GLOBALS.get("test_is_" + node.test.value);
-        if (!test) throw new TemplateRuntimeError(`Unknown test '${node.test.value}'`);
-        const r = truthy(test({ name: "test_is_" + node.test.value, args: [input], rt: this.rt }));
-        return bool(node.negate ? !r : r);
-      }
-      case "SelectExpression":
-        return truthy(this.eval(node.test, scope)) ? this.eval(node.lhs, scope) : undef();
-      case "Ternary":
-        return truthy(this.eval(node.condition, scope)) ? this.eval(node.trueExpr, scope) : this.eval(node.falseExpr, scope);
       case "SliceExpression":
       case "SpreadExpression":
       case "KeywordSpreadExpression":
         throw new TemplateRuntimeError(`${node.type} is not supported here`);
     }
+  }
+
+  /** A boolean value; shared ones unless a probe collects usage stats on values. */
+  private bool(x: boolean): JValue {
+    return this.rt.stats ? bool(x) : x ? TRUE : FALSE;
+  }
+
+  /** What a statement evaluates to (prints nothing); shared unless a probe collects usage stats. */
+  private nothing(): JValue {
+    return this.rt.stats ? undef() : NOTHING;
+  }
+
+  /**
+   * A literal's value, made once per node: scalar values are never changed in place, except for
+   * the usage stats a capability probe collects, so a probe gets fresh ones.
+   */
+  private literal<T>(node: { value: T }, make: (v: T) => JValue): JValue {
+    if (this.rt.stats) return make(node.value);
+    const cached = literals.get(node);
+    if (cached !== undefined) return cached;
+    const v = make(node.value);
+    literals.set(node, v);
+    return v;
+  }
+
+  private arguments(nodes: readonly Node[], scope: Scope): JValue[] {
+    const out = new Array<JValue>(nodes.length);
+    for (let i = 0; i < nodes.length; i++) out[i] = this.eval(nodes[i]!, scope);
+    return out;
   }
 
   private argument(a: Node, scope: Scope): JValue {
@@ -268,18 +426,14 @@ export class Evaluator {
     if (op === "and") return truthy(left) ? this.eval(node.right, scope) : left;
     if (op === "or") return truthy(left) ? left : this.eval(node.right, scope);
     const right = this.eval(node.right, scope);
-    if (op === "==") return bool(equals(left, right));
-    if (op === "!=") return bool(!equals(left, right));
+    if (op === "==") return this.bool(equals(left, right));
+    if (op === "!=") return this.bool(!equals(left, right));
 
-    const nullish = (v: JValue): boolean => v.kind === "none" || v.kind === "undefined";
-    // the reference treats None/undefined as "" when concatenated with a string
-    const concatNull = (): JValue | undefined => {
-      if ((op === "+" || op === "~") && ((nullish(left) && right.kind === "string") || (nullish(right) && left.kind === "string")))
-        return concat(nullish(left) ? { v: "" } : asMarked(left), nullish(right) ? { v: "" } : asMarked(right));
-      return undefined;
-    };
+    // the commonest case first: two strings joined (what the general rule below gives them)
+    if (left.kind === "string" && right.kind === "string" && (op === "~" || op === "+")) return concat(left, right);
+    const concatNull = (): JValue | undefined => concatNullish(op, left, right);
     if (left.kind === "undefined" || right.kind === "undefined") {
-      if (right.kind === "undefined" && (op === "in" || op === "not in")) return bool(op === "not in");
+      if (right.kind === "undefined" && (op === "in" || op === "not in")) return this.bool(op === "not in");
       const r = concatNull();
       if (r) return r;
       throw new TemplateRuntimeError(`Cannot perform operation ${op} on undefined values`);
@@ -307,13 +461,13 @@ export class Evaluator {
           return isFloat ? float(r) : int(r);
         }
         case "<":
-          return bool(a < b);
+          return this.bool(a < b);
         case ">":
-          return bool(a > b);
+          return this.bool(a > b);
         case ">=":
-          return bool(a >= b);
+          return this.bool(a >= b);
         case "<=":
-          return bool(a <= b);
+          return this.bool(a <= b);
       }
     }
     const isIn_ = (): boolean => truthy(isIn({ name: "test_is_in", args: [left, right], rt: this.rt }));
@@ -323,8 +477,8 @@ export class Evaluator {
         return arr([...left.items, ...right.items]);
       }
     } else if (right.kind === "array") {
-      if (op === "in") return bool(isIn_());
-      if (op === "not in") return bool(!isIn_());
+      if (op === "in") return this.bool(isIn_());
+      if (op === "not in") return this.bool(!isIn_());
     }
     if ((left.kind === "string" || right.kind === "string") && (op === "~" || op === "+")) return concat(asMarked(left), asMarked(right));
     if (op === "*" && ((left.kind === "string" && right.kind === "int") || (left.kind === "int" && right.kind === "string"))) {
@@ -340,12 +494,12 @@ export class Evaluator {
       return str(r.v, r.m);
     }
     if (left.kind === "string" && right.kind === "string") {
-      if (op === "in") return bool(isIn_());
-      if (op === "not in") return bool(!isIn_());
+      if (op === "in") return this.bool(isIn_());
+      if (op === "not in") return this.bool(!isIn_());
     }
     if (right.kind === "object") {
-      if (op === "in") return bool(isIn_());
-      if (op === "not in") return bool(!isIn_());
+      if (op === "in") return this.bool(isIn_());
+      if (op === "not in") return this.bool(!isIn_());
     }
     throw new TemplateRuntimeError(`Unknown operator "${op}" between ${typeName(left)} and ${typeName(right)}`);
   }
@@ -359,14 +513,18 @@ export class Evaluator {
     } else if (filter.type === "CallExpression") {
       if (filter.callee.type !== "Identifier") throw new TemplateRuntimeError("Filter callee must be an identifier");
       name = filter.callee.value;
-      args = filter.args.map((a) => this.argument(a, scope));
+      args = this.arguments(filter.args, scope);
     } else {
       throw new TemplateRuntimeError("Invalid filter expression");
     }
     name = FILTER_ALIASES[name] ?? name;
     if (filter.type === "Identifier" && input.kind !== "undefined" && input.kind !== "string" && COERCED_TO_STRING.has(name))
       input = str(asString(input));
-    return this.call(this.builtin(name, input, false), args, `filter ${name}`);
+    // this.call(this.builtin(name, input, false), args), without the bound function value
+    if (this.rt.stats) markUsed(input, false, name);
+    const fn = builtinsOf(input)?.get(name);
+    if (!fn) throw new TemplateRuntimeError(`Unknown (built-in) filter '${name}' for type ${typeName(input)}`);
+    return fn({ name, args: withSelf(input, args), rt: this.rt });
   }
 
   private member(node: NodeOf<"MemberExpression">, scope: Scope): JValue {
@@ -377,16 +535,18 @@ export class Evaluator {
       property = this.eval(node.property, scope);
     } else {
       if (node.property.type !== "Identifier") throw new TemplateRuntimeError("Static member property must be an identifier");
-      property = str(node.property.value);
       // like jinja2, obj.name prefers the builtin of that name over a key of that name
-      const b = this.builtin(node.property.value, object, true);
-      if (b.kind !== "undefined") return b;
+      const name = node.property.value;
+      if (this.rt.stats) markUsed(object, false, name);
+      const fn = builtinsOf(object)?.get(name);
+      if (fn) return func(name, fn, object);
+      property = this.literal(node.property, str);
     }
-    let val: JValue = undef("object_property");
-    if (property.kind === "undefined") return val;
+    if (property.kind === "undefined") return undef("object_property");
+    let val: JValue | undefined;
     if (property.kind === "object" || (property.kind === "array" && !property.tuple) || property.kind === "func")
       throw new TemplateRuntimeError(`Type: ${typeName(property)} is not allowed as object key`);
-    if (object.kind === "undefined") return val;
+    if (object.kind === "undefined") return undef("object_property");
     if (object.kind === "object") {
       val = objGet(object, property) ?? this.builtin(asString(property), object, true);
     } else if (object.kind === "array" || object.kind === "string") {
@@ -406,6 +566,7 @@ export class Evaluator {
       if (property.kind !== "string") throw new TemplateRuntimeError(`Cannot access property with non-string: got ${typeName(property)}`);
       val = this.builtin(property.v, object, true);
     }
+    val ??= undef("object_property");
     if (this.rt.stats) {
       markUsed(val);
       markUsed(object, false, property.kind === "int" ? "array_access" : property.kind === "string" ? "object_access" : undefined);
@@ -469,24 +630,21 @@ export class Evaluator {
 
     const out = new MarkedBuilder();
     let noIteration = true;
+    // a body that cannot read `loop` gets none (charged all the same); a probe always gets one
+    const skipLoop = !this.rt.stats && this.program !== undefined && maxItems() >= LOOP_KEYS.length && !readsLoopObject(this.program, node);
+    // a body that only reads members of `loop` gets one object, updated for each iteration
+    const inPlace =
+      !skipLoop && !this.rt.stats && this.program !== undefined && maxItems() >= LOOP_KEYS.length && !letsLoopObjectOut(this.program, node);
+    let reused: LoopObject | undefined;
     for (let i = 0; i < kept.length; i++) {
       spend(LOOP_ITERATION_COST);
-      const n = kept.length;
-      const loop = obj(
-        [
-          [str("index"), int(i + 1)],
-          [str("index0"), int(i)],
-          [str("revindex"), int(n - i)],
-          [str("revindex0"), int(n - i - 1)],
-          [str("first"), bool(i === 0)],
-          [str("last"), bool(i === n - 1)],
-          [str("length"), int(n)],
-          [str("previtem"), i > 0 ? kept[i - 1]! : undef("previtem")],
-          [str("nextitem"), i < n - 1 ? kept[i + 1]! : undef("nextitem")],
-        ],
-        false,
-      );
-      scope.set("loop", loop);
+      if (skipLoop) spend(LOOP_OBJECT_COST);
+      else if (inPlace) {
+        spend(LOOP_OBJECT_COST);
+        if (reused === undefined) reused = new LoopObject();
+        reused.update(kept, i);
+        scope.set("loop", reused.value);
+      } else scope.set("loop", loopObject(kept, i, this.rt.stats));
       bind(scope, kept[i]!);
       try {
         for (const s of node.body) this.print(out, this.eval(s, scope), s);
@@ -523,6 +681,7 @@ export class Evaluator {
       if (target.property.type !== "Identifier") throw new TemplateRuntimeError("Cannot assign to member with non-identifier property");
       const o = this.eval(target.object, scope);
       if (o.kind !== "object") throw new TemplateRuntimeError("Cannot assign to member of non-object");
+      noteChange();
       objSet(o, str(target.property.value), rhs);
     } else {
       throw new TemplateRuntimeError(`Invalid LHS inside assignment expression: ${target.type}`);
@@ -531,22 +690,18 @@ export class Evaluator {
 
   /** bind_parameters: positional or keyword by name; defaults evaluated in the caller's scope. */
   private bindParams(name: string, params: readonly Node[], args: readonly JValue[], callerScope: Scope, target: Scope): void {
-    const kw = (key: string, i: number): JValue => {
-      for (const a of args) if (a.kind === "kwarg" && a.key === key) return a.value;
-      const p = args[i];
-      return p !== undefined && p.kind !== "kwarg" ? p : undef();
-    };
-    params.forEach((p, i) => {
+    for (let i = 0; i < params.length; i++) {
+      const p = params[i]!;
       if (i < args.length) {
-        if (p.type === "Identifier") target.set(p.value, kw(p.value, i));
-        else if (p.type === "KeywordArgumentExpression") target.set(p.key.value, kw(p.key.value, i));
+        if (p.type === "Identifier") target.set(p.value, argumentFor(args, p.value, i));
+        else if (p.type === "KeywordArgumentExpression") target.set(p.key.value, argumentFor(args, p.key.value, i));
         else throw new TemplateRuntimeError(`Invalid parameter type in '${name}'`);
       } else if (p.type === "KeywordArgumentExpression") {
         target.set(p.key.value, this.eval(p.value, callerScope));
       } else {
         throw new TemplateRuntimeError(`Not enough arguments provided to '${name}'`);
       }
-    });
+    }
   }
 
   private macro(node: NodeOf<"Macro">, scope: Scope): void {
@@ -559,7 +714,7 @@ export class Evaluator {
       this.bindParams(name, node.args, a.args, caller, macroScope);
       return this.block(node.body, macroScope);
     };
-    scope.set(name, { kind: "func", name, fn: (a) => fn({ ...a, scope: this.currentScope ?? scope }) });
+    scope.set(name, { kind: "func", name, fn: (a) => fn({ name: a.name, args: a.args, rt: a.rt, scope: this.currentScope ?? scope }) });
   }
 
   /** The scope of the call expression being evaluated; macros read it to see the caller's variables. */

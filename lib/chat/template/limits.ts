@@ -172,6 +172,28 @@ export function checkDepth(depth: number): void {
   }
 }
 
+/** Where the active budget stands: to record what a computation charges (see chargeAgain). */
+export function budgetPoint(): { steps: number; allocation: number; limits: ResolvedLimits } {
+  return { steps: active.steps, allocation: active.allocation, limits: active.limits };
+}
+
+/**
+ * Charges again what a computation charged before under the same limits (`steps` work units,
+ * `allocation` characters), when the budget has room for all of it: a deterministic computation
+ * that fitted then passes every check it made then. False (nothing charged) otherwise: the
+ * caller computes afresh, to fail where it would.
+ */
+export function chargeAgain(steps: number, allocation: number, limits: ResolvedLimits): boolean {
+  if (active.limits !== limits || active.steps - steps < 0 || active.allocation - allocation < 0) return false;
+  active.steps -= steps;
+  active.allocation -= allocation;
+  return true;
+}
+
+export function maxItems(): number {
+  return active.limits.maxItems;
+}
+
 export function maxNesting(): number {
   return active.limits.maxNesting;
 }

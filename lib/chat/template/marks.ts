@@ -43,6 +43,27 @@ export function isMarkedAt(m: Marks | undefined, index: number): boolean {
 }
 
 /**
+ * The marks of `a + b` given each one's marks (what a MarkedBuilder appending both keeps, and
+ * charges, without its parts list): `b`'s shifted by `aLength`, touching runs joined.
+ */
+export function concatMarks(aLength: number, am: Marks | undefined, bLength: number, bm: Marks | undefined): Marks | undefined {
+  const a = aLength > 0 && am !== undefined && am.length > 0 ? am : undefined;
+  const b = bLength > 0 && bm !== undefined && bm.length > 0 ? bm : undefined;
+  if (a !== undefined) spend(a.length / 2);
+  if (b === undefined) return a;
+  spend(b.length / 2);
+  if (a === undefined && aLength === 0) return b;
+  const out = a === undefined ? [] : a.slice();
+  for (let i = 0; i < b.length; i += 2) {
+    const s0 = b[i]! + aLength;
+    const e0 = b[i + 1]! + aLength;
+    if (out.length > 0 && out[out.length - 1] === s0) out[out.length - 1] = e0;
+    else out.push(s0, e0);
+  }
+  return out;
+}
+
+/**
  * Builds a string from pieces, keeping the marks of each piece. The pieces are joined once at
  * the end (a million `+=` would leave a million-node rope for V8 to flatten).
  */
@@ -75,8 +96,13 @@ export class MarkedBuilder {
 
   /** The text so far. */
   get text(): string {
-    if (this.parts.length > 1) this.parts.splice(0, this.parts.length, this.parts.join(""));
-    return this.parts[0] ?? "";
+    const parts = this.parts;
+    if (parts.length > 1) {
+      const joined = parts.join("");
+      parts.length = 1;
+      parts[0] = joined;
+    }
+    return parts[0] ?? "";
   }
 
   result(): { v: string; m?: Marks } {

@@ -9,6 +9,7 @@ import { TemplateError, TemplateLimitError, lineColumn } from "./errors.js";
 import { Evaluator, Scope, failedNodes } from "./interpreter.js";
 import { Budget, type TemplateLimits, type TemplateUsage, resolveLimits } from "./limits.js";
 import { snippet } from "./describe.js";
+import { convertReusable } from "./reuse.js";
 import type { Marks } from "./marks.js";
 import { type JValue, TemplateRaisedError, bool, fromJS, none } from "./value.js";
 
@@ -19,6 +20,11 @@ export interface RenderOptions {
   limits?: TemplateLimits;
   /** Variables whose strings count as input (message text): their characters are marked in the output. */
   inputVariables?: readonly string[];
+  /**
+   * Variables given the same data render after render (a chat's tools): their converted values
+   * are kept and reused while the data converts to exactly them (reuse.ts).
+   */
+  reusable?: readonly string[];
   /** Called when the render ends (or fails) with the budget it used. */
   onUsage?: (usage: TemplateUsage) => void;
 }
@@ -73,12 +79,18 @@ export function asRenderError(e: unknown, compiled: CompiledTemplate): LlamapegE
   );
 }
 
-function scopeOf(variables: Record<string, unknown>, inputs: ReadonlySet<string>): Scope {
+function scopeOf(variables: Record<string, unknown>, inputs: ReadonlySet<string>, reusable: ReadonlySet<string>, settle: (() => void)[]): Scope {
   const scope = baseScope();
   for (const [k, v] of Object.entries(variables)) {
     if (v === undefined) continue;
     try {
-      scope.set(k, fromJS(v, inputs.has(k)));
+      if (reusable.has(k) && typeof v === "object" && v !== null) {
+        const c = convertReusable(k, v, inputs.has(k));
+        settle.push(c.settle);
+        scope.set(k, c.value);
+      } else {
+        scope.set(k, fromJS(v, inputs.has(k)));
+      }
     } catch (e) {
       // functions, symbols, cycles: not data a template can be given
       throw new LlamapegError("ERR_INVALID_ARGUMENT", `template variable '${k}' is not JSON-like data: ${(e as Error).message}`, {
@@ -97,13 +109,15 @@ function scopeOf(variables: Record<string, unknown>, inputs: ReadonlySet<string>
 export function renderTemplateMarked(source: string, variables: Record<string, unknown>, options: RenderOptions = {}): MarkedRender {
   const compiled = compileTemplate(source);
   const budget = new Budget(resolveLimits(options.limits));
-  const scope = scopeOf(variables, new Set(options.inputVariables ?? []));
+  const settle: (() => void)[] = [];
+  const scope = scopeOf(variables, new Set(options.inputVariables ?? []), new Set(options.reusable ?? []), settle);
   try {
     const out = new Evaluator({ stats: false, now: options.now ?? new Date() }, budget).renderMarked(compiled.program, scope);
     return { text: out.v, marks: out.m ?? [] };
   } catch (e) {
     throw asRenderError(e, compiled);
   } finally {
+    for (const f of settle) f();
     options.onUsage?.(budget.usage());
   }
 }

@@ -10,7 +10,7 @@
  * render budget (limits.ts) for the work, so walking a huge or self-referencing value is a coded
  * limit error rather than a hang or a stack overflow.
  */
-import { checkDepth, checkItems, checkLength, spend, spendRead, spendString } from "./limits.js";
+import { budgetPoint, chargeAgain, checkDepth, checkItems, checkLength, spend, spendRead, spendString } from "./limits.js";
 import { type Marks, MarkedBuilder, allMarked, runs } from "./marks.js";
 
 export interface ValueStats {
@@ -95,8 +95,21 @@ export const isNumeric = (v: JValue): v is ValueOf<"int" | "float"> => v.kind ==
 
 // ---- object keys -------------------------------------------------------------------------------
 
-/** Hash key: llama.cpp hashes by type and value, with integral floats and bools equal to ints. */
-export function hashKey(key: JValue, depth = 0): string {
+/**
+ * Map key of an object key. A string key is the string itself (no concatenation, and V8 keeps its
+ * hash): the hot path of every member access. Any other key is NUL + its typed key, and a string
+ * that itself starts with NUL gets one more, so the mapping stays one-to-one.
+ */
+export function hashKey(key: JValue): string {
+  if (key.kind === "string") {
+    spendRead(key.v.length);
+    return key.v.charCodeAt(0) === 0 ? "\0" + key.v : key.v;
+  }
+  return "\0" + typedKey(key, 0);
+}
+
+/** Typed key: llama.cpp hashes by type and value, with integral floats and bools equal to ints. */
+function typedKey(key: JValue, depth: number): string {
   checkDepth(depth);
   switch (key.kind) {
     case "string":
@@ -113,7 +126,7 @@ export function hashKey(key: JValue, depth = 0): string {
     case "array":
       if (!key.tuple) throw new TemplateRuntimeError(`Object key of unhashable type: ${typeName(key)}`);
       spend(key.items.length);
-      return "t[" + key.items.map((x) => hashKey(x, depth + 1)).join(",") + "]";
+      return "t[" + key.items.map((x) => typedKey(x, depth + 1)).join(",") + "]";
     case "undefined":
     case "object":
     case "func":
@@ -124,6 +137,16 @@ export function hashKey(key: JValue, depth = 0): string {
 
 export function objGet(o: ValueOf<"object">, key: JValue): JValue | undefined {
   return o.entries.get(hashKey(key))?.[1];
+}
+
+/**
+ * Changes made to values that existed before (a member set, append, pop), counted: a render
+ * that made none left every value it was given as it was (reuse.ts reads this).
+ */
+let changes = 0;
+export const changeCount = (): number => changes;
+export function noteChange(): void {
+  changes++;
 }
 
 export function objSet(o: ValueOf<"object">, key: JValue, value: JValue): void {
@@ -146,8 +169,8 @@ export class JsonFloat {
 }
 
 /** Values of these keys stay unmarked when they are plain words, so `'<|' + role + '|>'` still builds a marker. */
-const STRUCTURAL_KEYS = new Set(["role", "type"]);
-const PLAIN_WORD = /^[A-Za-z0-9_.-]*$/;
+export const STRUCTURAL_KEYS: ReadonlySet<string> = new Set(["role", "type"]);
+export const PLAIN_WORD = /^[A-Za-z0-9_.-]*$/;
 
 /**
  * JSON-compatible JS data -> values (global_from_json); `Map`s are ordered objects. With
@@ -374,7 +397,11 @@ export function printInto(b: MarkedBuilder, v: JValue, depth = 0): void {
 
 // ---- JSON --------------------------------------------------------------------------------------
 
+/** Characters JSON strings escape. */
+const NEEDS_ESCAPE = /["\\\u0000-\u001f]/;
+
 function jsonEscape(s: string): string {
+  if (!NEEDS_ESCAPE.test(s)) return s;
   let out = "";
   for (const ch of s) {
     switch (ch) {
@@ -433,16 +460,47 @@ export function toJsonMarked(v: JValue, indent = -1, itemSep = indent < 0 ? ", "
   return b.result();
 }
 
+/**
+ * JSON already made for containers that have not changed since (the same tools print the same
+ * JSON every turn): per value and formatting, with what making it charged, valid while no value
+ * anywhere has been changed in place (`changes`). Charged again on reuse (limits.ts chargeAgain).
+ */
+interface JsonMemo {
+  changes: number;
+  json: { v: string; m?: Marks };
+  steps: number;
+  allocation: number;
+  limits: ReturnType<typeof budgetPoint>["limits"];
+}
+const jsonMemo = new WeakMap<object, Map<string, JsonMemo>>();
+
+/** {@link toJsonMarked}, reusing the JSON of an object or array that has not changed since. */
+export function toJsonMemo(v: JValue, indent: number, itemSep: string, keySep: string): { v: string; m?: Marks } {
+  if (v.kind !== "object" && v.kind !== "array") return toJsonMarked(v, indent, itemSep, keySep);
+  const key = `${indent}\u0000${itemSep}\u0000${keySep}`;
+  let memos = jsonMemo.get(v);
+  const hit = memos?.get(key);
+  if (hit !== undefined && hit.changes === changes && chargeAgain(hit.steps, hit.allocation, hit.limits)) return hit.json;
+  const before = budgetPoint();
+  const json = toJsonMarked(v, indent, itemSep, keySep);
+  const after = budgetPoint();
+  if (memos === undefined) jsonMemo.set(v, (memos = new Map()));
+  memos.set(key, { changes, json, steps: before.steps - after.steps, allocation: before.allocation - after.allocation, limits: before.limits });
+  return json;
+}
+
+/** Indentation of JSON level `l`. */
+function padding(indent: number, l: number): string {
+  if (indent <= 0) return "";
+  spendString(l * indent);
+  return " ".repeat(l * indent);
+}
+
 function jsonInto(b: MarkedBuilder, v: JValue, indent: number, itemSep: string, keySep: string, level: number): void {
   checkDepth(level);
   // a JSON node costs several times a plain node (formatting, separators, escapes)
   spend(8);
   const nl = indent >= 0 ? "\n" : "";
-  const pad = (l: number): string => {
-    if (indent <= 0) return "";
-    spendString(l * indent);
-    return " ".repeat(l * indent);
-  };
   switch (v.kind) {
     case "none":
     case "undefined":
@@ -470,10 +528,10 @@ function jsonInto(b: MarkedBuilder, v: JValue, indent: number, itemSep: string, 
       b.append("[" + nl);
       v.items.forEach((x, i) => {
         if (i > 0) b.append(itemSep + nl);
-        b.append(pad(level + 1));
+        b.append(padding(indent, level + 1));
         jsonInto(b, x, indent, itemSep, keySep, level + 1);
       });
-      b.append(nl + pad(level) + "]");
+      b.append(nl + padding(indent, level) + "]");
       break;
     }
     case "object": {
@@ -485,13 +543,16 @@ function jsonInto(b: MarkedBuilder, v: JValue, indent: number, itemSep: string, 
       let i = 0;
       for (const [k, x] of v.entries.values()) {
         if (i++ > 0) b.append(itemSep + nl);
-        b.append(pad(level + 1));
-        const key = asMarked(k);
-        jsonStringInto(b, key.v, key.m);
+        b.append(padding(indent, level + 1));
+        if (k.kind === "string") jsonStringInto(b, k.v, k.m);
+        else {
+          const key = asMarked(k);
+          jsonStringInto(b, key.v, key.m);
+        }
         b.append(keySep);
         jsonInto(b, x, indent, itemSep, keySep, level + 1);
       }
-      b.append(nl + pad(level) + "}");
+      b.append(nl + padding(indent, level) + "}");
       break;
     }
   }
@@ -517,12 +578,13 @@ export function jsonEnsureAscii(json: string, m?: Marks): { v: string; m?: Marks
 
 // ---- equality and ordering ---------------------------------------------------------------------
 
+/** A number, bool as 0/1, for `==`. */
+const num = (x: JValue): number | undefined => (x.kind === "int" || x.kind === "float" ? x.v : x.kind === "bool" ? (x.v ? 1 : 0) : undefined);
+
 /** `==` (value_t::equivalent). */
 export function equals(a: JValue, b: JValue, depth = 0): boolean {
   checkDepth(depth);
   spend(1);
-  const num = (x: JValue): number | undefined =>
-    x.kind === "int" || x.kind === "float" ? x.v : x.kind === "bool" ? (x.v ? 1 : 0) : undefined;
   switch (a.kind) {
     case "int":
     case "float":
