@@ -9,6 +9,7 @@
  *   npm run build:ts && node scripts/bench-all.mjs [--out bench-results] [--only a,b] [--skip a,b] [--quick]
  *
  * --quick: fewer runs/tokens per script (a sanity pass, not numbers to publish).
+ * Not here: scripts/prebuild-bench.mjs (an A/B of two builds you name) and `npm run fuzz`.
  */
 import { spawnSync } from "node:child_process";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -35,7 +36,6 @@ const steps = [
   ["parallel-tiny", "scripts/bench-parallel.mjs", ["--kv", "both", ...runs]],
   ["parallel-small", "scripts/bench-parallel.mjs", ["--model", "small", "--kv", "both", ...runs]],
   ["remote", "scripts/bench-remote.mjs", []],
-  ["prebuild", "scripts/prebuild-bench.mjs", []],
   ["peg", "scripts/bench-peg.mjs", []],
 ];
 
