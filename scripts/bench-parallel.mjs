@@ -55,7 +55,8 @@ const median = (xs) => {
 };
 
 const lib = await import(pathToFileURL(join(root, "dist", "index.js")).href);
-const { loadModel, ensureTestModel } = lib;
+const { loadModel } = lib;
+const { ensureTestModel } = await import(pathToFileURL(join(root, "dist", "test-model", "index.js")).href);
 const modelPath = await ensureTestModel(size);
 const model = await loadModel(modelPath);
 const probe = model.createContext({ contextSize: 256 });

@@ -39,7 +39,8 @@ const CONTEXT = 2048;
 const CHATS = 8;
 
 const lib = await import(pathToFileURL(join(root, "dist", "index.js")).href);
-const { loadModel, createChatCompletion, connectLlamaServer, ensureTestModel } = lib;
+const { loadModel, createChatCompletion, connectLlamaServer } = lib;
+const { ensureTestModel } = await import(pathToFileURL(join(root, "dist", "test-model", "index.js")).href);
 
 const log = (m) => process.stderr.write(`[bench-remote] ${m}\n`);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));

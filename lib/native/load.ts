@@ -156,7 +156,7 @@ export function devicesFor(backend: BackendName | undefined): string[] | undefin
   }
   const wanted = backend ?? s.backend;
   if (wanted === "cpu" || !s.native.devices) return [];
-  if (!s.loaded.has(wanted) && !s.failed.has(wanted)) withOpenMpWaitPolicy(() => tryGpu(s, wanted));
+  if (!s.loaded.has(wanted) && !s.failed.has(wanted)) tryGpu(s, wanted);
   const loaded = s.loaded.get(wanted);
   if (!loaded || loaded.devices === 0) throw backendError(s, wanted, "loadModel's backend option");
   const registry = loaded.registry;
@@ -168,22 +168,20 @@ export function devicesFor(backend: BackendName | undefined): string[] | undefin
 function load(): State {
   const tried: string[] = [];
   const forced = parseBackend(process.env.LLAMAPEG_BACKEND, "LLAMAPEG_BACKEND");
-  const { native, binary } = withOpenMpWaitPolicy(() => loadAddon(tried));
+  const { native, binary } = loadAddon(tried);
   const dir = dirname(binary.path);
   const s: State = { native, dir, binary, cpuVariant: "linked", backend: "cpu", loaded: new Map(), failed: new Map(), tried };
   if (native.backendLoad && native.dynamicBackends !== false) {
-    withOpenMpWaitPolicy(() => {
-      loadCpu(s);
-      loadRpc(s);
-      for (const name of forced ? (forced === "cpu" ? [] : [forced]) : PLATFORM_GPU_BACKENDS) {
-        tryGpu(s, name);
-        const loaded = s.loaded.get(name);
-        if (loaded && loaded.devices > 0) {
-          s.backend = name;
-          break;
-        }
+    loadCpu(s);
+    loadRpc(s);
+    for (const name of forced ? (forced === "cpu" ? [] : [forced]) : PLATFORM_GPU_BACKENDS) {
+      tryGpu(s, name);
+      const loaded = s.loaded.get(name);
+      if (loaded && loaded.devices > 0) {
+        s.backend = name;
+        break;
       }
-    });
+    }
     if (forced && forced !== "cpu" && s.backend !== forced) throw backendError(s, forced, "LLAMAPEG_BACKEND");
   } else {
     tried.push(`${binary.path}: ggml is linked in (a build without run-time backends)`);
@@ -370,26 +368,6 @@ function addonError(tried: string[], overridden: boolean, cause: unknown): Llama
     `could not load llamapeg's native addon (${runtime}). Tried:\n  ${tried.join("\n  ")}\nTo fix:\n  ${fixes.join("\n  ")}`,
     { where: packageRoot, cause },
   );
-}
-
-/**
- * ggml's CPU backend runs each graph on an OpenMP team and meets at a barrier after every node.
- * libgomp's default barrier spins: fine in a process that does nothing else, but in Node any other
- * runnable thread (the event loop, V8's GC helpers, other processes) that takes a core from one
- * compute thread leaves its partner spinning for a whole time slice. On 2 busy cores that cost
- * 100x (3 vs 260 tokens/s on the tiny test model); a sleeping (passive) barrier does not. libgomp
- * reads its settings once, when it is first loaded (with the CPU backend module), so we set the
- * policy for that moment only, and never override a choice the user made (OMP_WAIT_POLICY or
- * GOMP_SPINCOUNT).
- */
-function withOpenMpWaitPolicy<T>(fn: () => T): T {
-  if (process.env.OMP_WAIT_POLICY !== undefined || process.env.GOMP_SPINCOUNT !== undefined) return fn();
-  process.env.OMP_WAIT_POLICY = "passive";
-  try {
-    return fn();
-  } finally {
-    delete process.env.OMP_WAIT_POLICY;
-  }
 }
 
 function isMusl(): boolean {

@@ -7,7 +7,10 @@
 // Usage: llamapeg-bench-loop --model M (--prompt-tokens 1,2,3 | --prompt TEXT) --n-predict N [--threads T]
 //          [--ctx N] [--batch N] [--temp F] [--top-k N] [--top-p F] [--min-p F] [--seed N]
 //          [--repeat-penalty F] [--grammar-file F] [--lazy] [--trigger-pattern RE]... [--runs R]
-//          [--print] [--serve] [--threads-batch T] [--poll 0..100 | --no-threadpool]
+//          [--print] [--serve] [--threads-batch T] [--poll 0..100 | --no-threadpool] [--consumer]
+// --consumer: every piece goes through a queue to a second thread, woken per token, that appends
+// it (what any binding does: its JS thread wakes for each token). Shows what that wake costs when
+// the compute threads hold every CPU.
 // Threads as llama.cpp's tools set them up (common_init_from_params): a ggml thread pool per role
 // (generation, batch) attached to the context, polling level 50 unless --poll says otherwise. In
 // an OpenMP build of ggml the pool only carries settings; the OpenMP runtime runs the threads.
@@ -18,11 +21,16 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -56,6 +64,47 @@ struct Args {
   int runs = 1;
   bool print = false;
   bool serve = false;
+  bool consumer = false;
+};
+
+// The consumer thread of --consumer: woken per piece, appends it.
+class Consumer {
+ public:
+  Consumer() : thread_([this] { Loop(); }) {}
+  ~Consumer() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      done_ = true;
+    }
+    cv_.notify_one();
+    thread_.join();
+  }
+  void Push(std::string piece) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      queue_.push_back(std::move(piece));
+    }
+    cv_.notify_one();
+  }
+
+ private:
+  void Loop() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+      cv_.wait(lock, [this] { return done_ || !queue_.empty(); });
+      while (!queue_.empty()) {
+        text_ += queue_.front();
+        queue_.pop_front();
+      }
+      if (done_) return;
+    }
+  }
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::deque<std::string> queue_;
+  std::string text_;
+  bool done_ = false;
+  std::thread thread_;
 };
 
 [[noreturn]] void Fail(const std::string& message) {
@@ -97,6 +146,7 @@ void Apply(Args& a, const std::vector<std::string>& args) {
     else if (k == "--runs") a.runs = std::stoi(next());
     else if (k == "--print") a.print = true;
     else if (k == "--serve") a.serve = true;
+    else if (k == "--consumer") a.consumer = true;
     else Fail("unknown argument " + k);
   }
 }
@@ -170,6 +220,8 @@ Run Generate(llama_context* ctx, const llama_vocab* vocab, const Args& a) {
   };
 
   std::string text;
+  std::unique_ptr<Consumer> consumer;
+  if (a.consumer) consumer = std::make_unique<Consumer>();
   double cpu0 = ProcessCpuMs();
   auto t0 = std::chrono::steady_clock::now();
   std::vector<llama_token> prompt = a.prompt;
@@ -212,10 +264,12 @@ Run Generate(llama_context* ctx, const llama_vocab* vocab, const Args& a) {
     // Every real loop turns tokens into text; the addon does the same per token.
     char buf[256];
     int n = llama_token_to_piece(vocab, id, buf, sizeof buf, 0, false);
-    if (n > 0) text.append(buf, static_cast<size_t>(n));
+    if (n > 0 && consumer) consumer->Push(std::string(buf, static_cast<size_t>(n)));
+    else if (n > 0) text.append(buf, static_cast<size_t>(n));
     if (i + 1 == a.nPredict) break;  // the last token needs no decode: it is already generated
     if (llama_decode(ctx, llama_batch_get_one(&id, 1)) != 0) Fail("decode failed");
   }
+  consumer.reset();  // joins: the last pieces are consumed inside the timed span
   r.generateMs = MsSince(t1);
   r.totalMs = MsSince(t0);
   r.cpuMs = ProcessCpuMs() - cpu0;

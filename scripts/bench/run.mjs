@@ -11,6 +11,8 @@
 //        [--policies default,passive]   OMP_WAIT_POLICY per side: default = the environment as given
 //        [--peers]                      also the newest node-llama-cpp (installed in a temp folder)
 //        [--cpp-threadpool]             also the C++ loop on ggml's own thread pool (GGML_OPENMP=OFF)
+//        [--cpp-consumer]               also the C++ loop handing each piece to a second thread
+//                                       woken per token, as a binding's JS thread is
 //   node scripts/bench/run.mjs --from-json report.json      re-print a saved report as a table
 import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
@@ -93,6 +95,7 @@ for (const size of opts.models) {
     sides.push({ kind: "node", policy, side: await startSide({ name: `node/${policy}`, command: process.execPath, args: [join(here, "node-side.mjs"), dist, path, prompt.join(",")], env }) });
     sides.push({ kind: "cpp", policy, side: await startLoop(loopBin, path, prompt, env, `cpp/${policy}`) });
     if (poolLoopBin) sides.push({ kind: "cppPool", policy, side: await startLoop(poolLoopBin, path, prompt, env, `cpp-pool/${policy}`) });
+    if (opts.cppConsumer) sides.push({ kind: "cppConsumer", policy, side: await startLoop(loopBin, path, prompt, env, `cpp-consumer/${policy}`, ["--consumer"]) });
     if (peer) {
       const side = await startSide({ name: `node-llama-cpp/${policy}`, command: process.execPath, args: [join(here, "peer-side.mjs"), peer.dir, path, prompt.join(",")], env });
       peerVersion = side.info.version;
@@ -116,7 +119,7 @@ for (const size of opts.models) {
     for (const policy of opts.policies) {
       const of = (kind) => perSide.get(sides.find((s) => s.kind === kind && s.policy === policy)) ?? [];
       const row = { model: size, threads: cell.threads, variant: cell.variant, policy, tokens: median(of("node").map((x) => x.generated)) };
-      for (const kind of ["node", "cpp", "cppPool", "peer"]) {
+      for (const kind of ["node", "cpp", "cppPool", "cppConsumer", "peer"]) {
         const runs = of(kind);
         if (runs.length === 0) continue;
         row[kind] = {
@@ -138,6 +141,7 @@ for (const size of opts.models) {
       log(
         `${size} t=${cell.threads} ${cell.variant} [${policy}]: node ${row.node.tokensPerSecond}, C++ ${row.cpp.tokensPerSecond}` +
           (row.cppPool ? `, C++ pool ${row.cppPool.tokensPerSecond}` : "") +
+          (row.cppConsumer ? `, C++ +consumer ${row.cppConsumer.tokensPerSecond}` : "") +
           (row.peer ? `, node-llama-cpp ${row.peer.tokensPerSecond}` : "") +
           ` tok/s; node/C++ ${row.nodeOverCpp}${row.sameTokens ? "" : " (token streams differ!)"}`,
       );
@@ -175,7 +179,7 @@ function policyEnv(policy) {
 
 async function request(s, { threads, maxTokens, seed, variant }) {
   const v = variants[variant];
-  if (s.kind === "cpp" || s.kind === "cppPool") {
+  if (s.kind === "cpp" || s.kind === "cppPool" || s.kind === "cppConsumer") {
     return s.side.run(["--n-predict", String(maxTokens), "--threads", String(threads), "--seed", String(seed), ...v.cpp]);
   }
   return s.side.run({ threads, maxTokens, seed, contextSize: CONTEXT_SIZE, batchSize: BATCH_SIZE, sampling: SAMPLING, options: v.node });
@@ -183,8 +187,9 @@ async function request(s, { threads, maxTokens, seed, variant }) {
 
 // The C++ loop runs as one process per model and policy (--serve): the model loads once, each
 // request gets a fresh context, as each Node run does.
-function startLoop(bin, path, prompt, env, name) {
+function startLoop(bin, path, prompt, env, name, extra = []) {
   const args = [
+    ...extra,
     "--serve",
     "--model", path,
     "--prompt-tokens", prompt.join(","),
@@ -229,8 +234,8 @@ function ensureLoop(buildDir, what, threadpool) {
 }
 
 function printTable(rep) {
-  const kinds = ["node", "cpp", "cppPool", "peer"].filter((k) => rep.cells.some((c) => c[k]));
-  const label = { node: "Node", cpp: "C++", cppPool: "C++ pool", peer: "node-llama-cpp" };
+  const kinds = ["node", "cpp", "cppPool", "cppConsumer", "peer"].filter((k) => rep.cells.some((c) => c[k]));
+  const label = { node: "Node", cpp: "C++", cppPool: "C++ pool", cppConsumer: "C++ +consumer", peer: "node-llama-cpp" };
   const head = ["model", "threads", "variant", "policy", "tokens", ...kinds.map((k) => `${label[k]} tok/s`), "Node/C++"];
   if (kinds.includes("peer")) head.push("Node/peer");
   head.push(...kinds.map((k) => `${label[k]} CPU ms/tok`), "same tokens");
@@ -258,7 +263,7 @@ function printTable(rep) {
 function parseArgs(args) {
   const o = {
     json: false, runs: 3, models: ["tiny", "small"], threads: [1, 2], tokensTiny: 256, tokensSmall: 128, grammar: true,
-    policies: ["default"], peers: false, cppThreadpool: false,
+    policies: ["default"], peers: false, cppThreadpool: false, cppConsumer: false,
   };
   for (let i = 0; i < args.length; i++) {
     const a = args[i];
@@ -273,6 +278,7 @@ function parseArgs(args) {
     else if (a === "--policies") o.policies = value().split(",").map((p) => (["default", "passive", "active"].includes(p) ? p : fail(`--policies: unknown policy ${p} (default, passive, active)`)));
     else if (a === "--peers") o.peers = true;
     else if (a === "--cpp-threadpool") o.cppThreadpool = true;
+    else if (a === "--cpp-consumer") o.cppConsumer = true;
     else if (a === "--from-json") o.fromJson = value();
     else fail(`unknown argument ${a}`);
   }
