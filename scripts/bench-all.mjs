@@ -28,7 +28,7 @@ const quick = argv.includes("--quick");
 
 const runs = quick ? ["--runs", "1"] : [];
 const steps = [
-  ["decode", "scripts/bench/run.mjs", ["--peers", "--policies", "default,passive", "--cpp-threadpool", ...runs]],
+  ["decode", "scripts/bench/run.mjs", ["--peers", "--policies", "default,passive", "--cpp-threadpool", "--cpp-consumer", ...runs]],
   ["triggers", "scripts/bench-triggers.mjs", []],
   ["mask", "scripts/bench-mask.mjs", []],
   ["stream", "scripts/bench-stream.mjs", []],
