@@ -112,6 +112,7 @@ for (const size of opts.models) {
       // Rotate the order every run: each side goes first once every sides.length runs.
       const order = sides.map((_, i) => sides[(i + r) % sides.length]);
       for (const s of order) {
+        await settle();
         const reply = await request(s, { threads: cell.threads, maxTokens, seed, variant: cell.variant });
         if (!reply.unsupported) perSide.get(s).push(reply);
       }
@@ -171,6 +172,27 @@ const report = {
 };
 if (opts.json) console.log(JSON.stringify(report, null, 2));
 else printTable(report);
+
+// Waits until the CPUs are idle (the previous side's OpenMP threads spin for a while after its
+// last graph: libgomp's default spin count) so no run starts in another side's spin tail; at most
+// 3 s. /proc/stat only; elsewhere a fixed pause.
+async function settle() {
+  const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+  const ticks = () => {
+    const f = readFileSync("/proc/stat", "utf8").split("\n")[0].trim().split(/\s+/).slice(1).map(Number);
+    return { idle: f[3] + f[4], total: f.reduce((a, b) => a + b, 0) };
+  };
+  if (!existsSync("/proc/stat")) return sleep(500);
+  const deadline = Date.now() + 3000;
+  let quietFor = 0;
+  while (Date.now() < deadline && quietFor < 2) {
+    const a = ticks();
+    await sleep(50);
+    const b = ticks();
+    const busy = (1 - (b.idle - a.idle) / Math.max(1, b.total - a.total)) * availableParallelism();
+    quietFor = busy < 0.15 ? quietFor + 1 : 0;
+  }
+}
 
 function policyEnv(policy) {
   if (policy === "default") return { ...process.env };
