@@ -59,5 +59,21 @@ export const pegInput: fc.Arbitrary<Uint8Array> = fc.oneof(
   fc
     .array(fc.constantFrom("a", "b", "c", "x", "é", "<", "/", ">", "</x>", "ab", " ", "'", '"', "1", "2.5", "\\", "-", "e"), { maxLength: 8 })
     .map((xs) => new TextEncoder().encode(xs.join(""))),
-  fc.uint8Array({ maxLength: 6 }),
+  fc.uint8Array({ maxLength: 6 }).filter((b) => !hasOverlong(b)),
 );
+
+/**
+ * An overlong UTF-8 form (C0/C1 + continuation, E0 80-9F, F0 80-8F): the reference decodes it as
+ * the character it spells (C1 A1 = "a", so it can match a delimiter), we do not (known difference,
+ * asserted in peg-random.test.ts); random inputs leave such forms out of the comparison.
+ */
+export function hasOverlong(b: Uint8Array): boolean {
+  for (let i = 0; i + 1 < b.length; i++) {
+    const x = b[i]!;
+    const y = b[i + 1]!;
+    if ((x === 0xc0 || x === 0xc1) && (y & 0xc0) === 0x80) return true;
+    if (x === 0xe0 && y >= 0x80 && y <= 0x9f) return true;
+    if (x === 0xf0 && y >= 0x80 && y <= 0x8f) return true;
+  }
+  return false;
+}

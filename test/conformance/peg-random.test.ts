@@ -49,4 +49,16 @@ describe("PEG random conformance with the reference", () => {
       { numRuns: 300 },
     );
   });
+
+  it("an overlong UTF-8 form is not the character it spells (the reference's known difference)", async () => {
+    const expr = ["rule", "r0", ["until_one_of", ["</x>", "ab"]]];
+    const built = await h.call<{ arena_text: string }>("peg.build", { expr });
+    const input = Uint8Array.from([0xc1, 0xa1]); // an overlong "a"
+    const ours = buildFromExpr(expr as never).parse(input, { partial: false });
+    // Ours: two bytes of text, no delimiter. The reference decodes C1 A1 as "a", the start of the
+    // delimiter "ab", and stops before it.
+    expect({ type: ours.type, end: ours.end }).toEqual({ type: "success", end: 2 });
+    const ref = await h.call<RefParse>("peg.parse", { arena: built.arena_text, input_b64: Buffer.from(input).toString("base64"), partial: false });
+    expect(ref.end).toBe(0);
+  });
 });
