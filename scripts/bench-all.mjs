@@ -26,15 +26,19 @@ const only = opt("--only", "").split(",").filter(Boolean);
 const skip = opt("--skip", "").split(",").filter(Boolean);
 const quick = argv.includes("--quick");
 
-const runs = quick ? ["--runs", "1"] : [];
+const runs = (n) => ["--runs", quick ? "1" : String(n)];
 const steps = [
-  ["decode", "scripts/bench/run.mjs", ["--peers", "--policies", "default,passive", "--cpp-threadpool", "--cpp-consumer", ...runs]],
-  ["triggers", "scripts/bench-triggers.mjs", []],
+  // The bound table (issue 9.1): Node and the C++ loop only, so the two runs of a pair are next
+  // to each other; many runs for the paired intervals (scripts/bench/stats.mjs).
+  ["decode", "scripts/bench/run.mjs", [...runs(15), "--tokens-tiny", "768", "--tokens-small", "192"]],
+  // Every side (node-llama-cpp, passive, ggml's pool, the consumer thread): the rest of 9.1.
+  ["decode-sides", "scripts/bench/run.mjs", ["--peers", "--policies", "default,passive", "--cpp-threadpool", "--cpp-consumer", ...runs(5)]],
+  ["triggers", "scripts/bench-triggers.mjs", quick ? ["--runs", "1", "--tokens", "2000"] : []],
   ["mask", "scripts/bench-mask.mjs", []],
   ["stream", "scripts/bench-stream.mjs", []],
   ["plan", "scripts/bench-plan.mjs", []],
-  ["parallel-tiny", "scripts/bench-parallel.mjs", ["--kv", "both", ...runs]],
-  ["parallel-small", "scripts/bench-parallel.mjs", ["--model", "small", "--kv", "both", ...runs]],
+  ["parallel-tiny", "scripts/bench-parallel.mjs", ["--kv", "both", ...runs(9)]],
+  ["parallel-small", "scripts/bench-parallel.mjs", ["--model", "small", "--kv", "both", ...runs(9)]],
   ["remote", "scripts/bench-remote.mjs", []],
   ["peg", "scripts/bench-peg.mjs", []],
 ];
@@ -59,6 +63,7 @@ const busy = () => {
 const summary = [`# bench-all ${new Date().toISOString()} on ${cpus().length} CPUs (${cpus()[0]?.model ?? "?"}), node ${process.version}`, ""];
 summary.push("| script | seconds | busy CPUs before | load 1 min before | load after | exit |", "|---|---:|---:|---:|---:|---:|");
 let failed = 0;
+const bounds = [];
 for (const [name, script, args] of steps) {
   if (only.length > 0 && !only.includes(name)) continue;
   if (skip.includes(name)) continue;
@@ -77,9 +82,12 @@ for (const [name, script, args] of steps) {
     process.stdout.write(r.stderr.slice(-4000));
   }
   summary.push(`| ${name} | ${seconds} | ${idle} | ${before} | ${after} | ${r.status} |`);
+  // Every script prints its bounds as lines starting PASS or FAIL: gathered for the summary.
+  for (const l of r.stdout.split("\n")) if (/^(PASS|FAIL)\b/.test(l)) bounds.push(`- ${name}: ${l}`);
 }
 const quiet = summary.slice(4).every((row) => Number(row.split("|")[3]) <= 0.2);
 summary.push("", quiet ? "Every script started on a quiet machine (< 0.2 CPUs busy)." : "Some scripts started with > 0.2 CPUs busy: not quiet figures.");
+if (bounds.length > 0) summary.push("", "## Bounds", "", ...bounds);
 writeFileSync(join(out, "summary.md"), `${summary.join("\n")}\n`);
 console.log(`\n${summary.join("\n")}`);
 process.exit(failed > 0 ? 1 : 0);

@@ -9,7 +9,11 @@
  * for N = 1, 2, 4, 8. Reported per cell: aggregate tokens/s (all generated tokens / wall time from
  * the first request to the last token) and per-sequence milliseconds per token (after its first
  * token, median over the chats), medians over --runs; ratios seq/server (goal: aggregate >= 0.95,
- * ms per token <= 1.1) and seq/contexts. The sides alternate run by run. Then greedy outputs of
+ * ms per token <= 1.1) and seq/contexts. Each run takes seq and server right after each other (the
+ * order alternating), and the bounds are judged on the median of those paired ratios with its 95%
+ * interval (scripts/bench/stats.mjs): this VM drifts between runs by more than the margins. End
+ * tokens are banned on every side (random weights sample one every few hundred tokens), so every
+ * chat generates exactly --tokens and the batches have the same shape everywhere. Then greedy outputs of
  * the N sequences run together against each alone (batched float math can flip near-ties): how
  * many are identical, and where the others first differ.
  *
@@ -26,6 +30,7 @@ import { createServer } from "node:net";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
+import { formatRatio, median, pairedRatio, verdict } from "./bench/stats.mjs";
 import { ensureLlamaTools } from "./llama-tools.mjs";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
@@ -36,7 +41,7 @@ const opt = (name, dflt) => {
 };
 const size = opt("--model", "tiny");
 const tokens = Number(opt("--tokens", "96"));
-const runs = Number(opt("--runs", "3"));
+const runs = Number(opt("--runs", "9"));
 const parallel = opt("--parallel", "1,2,4,8").split(",").map(Number);
 const kvModes = { split: [false], unified: [true], both: [false, true] }[opt("--kv", "split")];
 const asJson = argv.includes("--json");
@@ -49,10 +54,6 @@ const BATCH = 512;
 const SAMPLING = { temperature: 0.8, topK: 40, topP: 0.95, minP: 0.05 };
 const log = (m) => process.stderr.write(`[bench-parallel] ${m}\n`);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length === 0 ? NaN : s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
 
 const lib = await import(pathToFileURL(join(root, "dist", "index.js")).href);
 const { loadModel } = lib;
@@ -62,6 +63,8 @@ const model = await loadModel(modelPath);
 const probe = model.createContext({ contextSize: 256 });
 const threads = Number(opt("--threads", String(probe.threads)));
 probe.dispose();
+// End tokens banned: llama-server's ignore_eos, our logit bias.
+const noEog = Object.fromEntries(Array.from({ length: model.vocabSize }, (_, t) => t).filter((t) => model.isEog(t)).map((t) => [t, -Infinity]));
 
 const topics = ["a lighthouse", "the sea", "a small town", "a robot", "winter", "a market", "the moon", "an old map"];
 const prompts = topics.map((t) =>
@@ -74,7 +77,7 @@ async function localChat(target, i, seed) {
   const t0 = performance.now();
   let first = 0;
   let n = 0;
-  for await (const _ of target.generate(promptFor(i), { maxTokens: tokens, seed, ...SAMPLING })) {
+  for await (const _ of target.generate(promptFor(i), { maxTokens: tokens, seed, ...SAMPLING, logitBias: noEog })) {
     if (n++ === 0) first = performance.now();
   }
   return { tokens: n, start: t0, first, end: performance.now() };
@@ -156,6 +159,7 @@ async function serverChat(url, i, seed) {
       top_p: SAMPLING.topP,
       min_p: SAMPLING.minP,
       repeat_penalty: 1,
+      ignore_eos: true,
       samplers: ["top_k", "top_p", "min_p", "temperature"],
     }),
   });
@@ -230,11 +234,10 @@ for (const kvUnified of kvModes) {
       await runServer(server, n, 1);
       await runContexts(n, 1);
       const sides = { seq: [], server: [], contexts: [] };
-      const order = ["seq", "server", "contexts"];
       for (let r = 0; r < runs; r++) {
         const seed0 = 1000 + r * 16;
-        for (let k = 0; k < order.length; k++) {
-          const side = order[(k + r) % order.length];
+        // seq and server next to each other, alternating who goes first; contexts (no bound) last.
+        for (const side of r % 2 === 0 ? ["seq", "server", "contexts"] : ["server", "seq", "contexts"]) {
           if (side === "seq") sides.seq.push(await runSequences(n, kvUnified, seed0));
           else if (side === "server") sides.server.push(await runServer(server, n, seed0));
           else sides.contexts.push(await runContexts(n, seed0));
@@ -244,11 +247,16 @@ for (const kvUnified of kvModes) {
       const row = { n, kv: kvUnified ? "unified" : "split", seq: cell(sides.seq), server: cell(sides.server), contexts: cell(sides.contexts) };
       row.aggregateSeqOverServer = row.seq.aggregate / row.server.aggregate;
       row.msPerTokenSeqOverServer = row.seq.msPerToken / row.server.msPerToken;
+      row.paired = {
+        aggregate: pairedRatio(sides.seq.map((x) => x.aggregate), sides.server.map((x) => x.aggregate)),
+        msPerToken: pairedRatio(sides.seq.map((x) => x.msPerToken), sides.server.map((x) => x.msPerToken)),
+      };
       row.aggregateSeqOverContexts = row.seq.aggregate / row.contexts.aggregate;
       rows.push(row);
       log(
         `N=${n} ${row.kv}: aggregate seq ${row.seq.aggregate.toFixed(1)}, server ${row.server.aggregate.toFixed(1)}, contexts ${row.contexts.aggregate.toFixed(1)} tok/s; ` +
-          `ms/token seq ${row.seq.msPerToken.toFixed(2)}, server ${row.server.msPerToken.toFixed(2)}`,
+          `ms/token seq ${row.seq.msPerToken.toFixed(2)}, server ${row.server.msPerToken.toFixed(2)}; ` +
+          `paired aggregate ${formatRatio(row.paired.aggregate)}, ms/token ${formatRatio(row.paired.msPerToken)}`,
       );
     } finally {
       await server.kill();
@@ -280,6 +288,13 @@ if (asJson) {
       `| ${r.n} | ${r.kv} | ${f(r.seq.aggregate)} | ${f(r.server.aggregate)} | ${f(r.contexts.aggregate)} | ${f(r.aggregateSeqOverServer, 3)} | ${f(r.aggregateSeqOverContexts, 3)} | ` +
         `${f(r.seq.msPerToken, 2)} | ${f(r.server.msPerToken, 2)} | ${f(r.contexts.msPerToken, 2)} | ${f(r.msPerTokenSeqOverServer, 3)} |`,
     );
+  }
+  console.log(`\nbounds (issue 12), seq / llama-server, paired ratios: median [95% interval of the median]${runs < 6 ? "; * = too few runs for a 95% interval (range shown)" : ""}`);
+  for (const r of rows) {
+    const a = verdict(r.paired.aggregate, 0.95);
+    const m = verdict(r.paired.msPerToken, 1.1, { atLeast: false });
+    console.log(`${a.label}  N=${r.n} ${r.kv}: aggregate tok/s >= 0.95: ${formatRatio(r.paired.aggregate)}`);
+    console.log(`${m.label}  N=${r.n} ${r.kv}: per-sequence ms/token <= 1.1: ${formatRatio(r.paired.msPerToken)}`);
   }
   for (const g of greedy) {
     console.log(`greedy, ${g.of} sequences together vs alone (${g.kv} KV, ${tokens} tokens): ${g.identical}/${g.of} identical${g.firstDifferences.length ? `; others first differ at token ${g.firstDifferences.join(", ")}` : ""}`);

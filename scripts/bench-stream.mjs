@@ -488,6 +488,10 @@ if (asJson) {
     console.log(`  array workload: TS session ${fr(ratios.array_tail_growth.ts_session)}, TS fresh re-parse ${fr(ratios.array_tail_growth.ts_fresh_reparse)}${freshSpan}`);
   }
   console.log(`${ratios.longest}-token stream, total: TS session ${f(last.ts.totalMs)} ms (goal <= 300 ms), TS fresh ${f(last.tsFresh.totalMs)} ms, C++ ${f(last.ref.totalMs)} ms; C++ / TS session ${fr(ratios.reference_over_session_total)} (goal >= 8)`);
+  const pf = (ok) => (ok ? "PASS" : "FAIL");
+  console.log(`${pf(t.ts_session <= 1.5)}  tail per token at ${ratios.longest} / at ${ratios.shortest} tokens <= 1.5: ${fr(t.ts_session)}`);
+  console.log(`${pf(last.ts.totalMs <= 300)}  ${ratios.longest}-token stream total <= 300 ms: ${f(last.ts.totalMs)} ms`);
+  console.log(`${pf(ratios.reference_over_session_total >= 8)}  C++ reference / TS session total >= 8: ${fr(ratios.reference_over_session_total)}`);
   const checks = rows.filter((r) => r.ref.samplingError !== null).map((r) => `${r.tokens}: ${(r.ref.samplingError * 100).toFixed(1)}%`);
   console.log(`best of ${rows.map((r) => r.ts.runs).join("/")} TS / ${refReps} reference runs; final messages identical on both sides; wall ${wallS.toFixed(0)} s`);
   if (checks.length > 0) console.log(`"sampled" = ${WINDOW} of every ${GROUP} steps measured (last 5% in full); that estimate vs the full measurement where both exist: ${checks.join(", ")}`);

@@ -22,6 +22,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 
 import { installNodeLlamaCpp } from "./peers.mjs";
 import { startSide } from "./sides.mjs";
+import { formatRatio, median, pairedRatio, verdict } from "./stats.mjs";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
 const here = dirname(fileURLToPath(import.meta.url));
@@ -137,6 +138,11 @@ for (const size of opts.models) {
       if (row.peer) row.nodeOverPeer = round(row.node.tokensPerSecond / row.peer.tokensPerSecond, 3);
       const n = of("node");
       const c = of("cpp");
+      // Run r of every side used the same seed, next to each other in time: the ratio per pair
+      // cancels the drift that a ratio of medians keeps.
+      const rate = (runs) => runs.map((x) => (x.generated / x.totalMs) * 1000);
+      row.paired = { nodeOverCpp: pairedRatio(rate(n), rate(c)) };
+      if (row.peer) row.paired.nodeOverPeer = pairedRatio(rate(n), rate(of("peer")));
       row.sameTokens = n.every((x, i) => c[i] !== undefined && x.tokens.join(",") === c[i].tokens.join(","));
       results.push(row);
       log(
@@ -144,7 +150,7 @@ for (const size of opts.models) {
           (row.cppPool ? `, C++ pool ${row.cppPool.tokensPerSecond}` : "") +
           (row.cppConsumer ? `, C++ +consumer ${row.cppConsumer.tokensPerSecond}` : "") +
           (row.peer ? `, node-llama-cpp ${row.peer.tokensPerSecond}` : "") +
-          ` tok/s; node/C++ ${row.nodeOverCpp}${row.sameTokens ? "" : " (token streams differ!)"}`,
+          ` tok/s; node/C++ ${row.nodeOverCpp}, paired ${formatRatio(row.paired.nodeOverCpp)}${row.sameTokens ? "" : " (token streams differ!)"}`,
       );
     }
   }
@@ -258,13 +264,14 @@ function ensureLoop(buildDir, what, threadpool) {
 function printTable(rep) {
   const kinds = ["node", "cpp", "cppPool", "cppConsumer", "peer"].filter((k) => rep.cells.some((c) => c[k]));
   const label = { node: "Node", cpp: "C++", cppPool: "C++ pool", cppConsumer: "C++ +consumer", peer: "node-llama-cpp" };
-  const head = ["model", "threads", "variant", "policy", "tokens", ...kinds.map((k) => `${label[k]} tok/s`), "Node/C++"];
+  const head = ["model", "threads", "variant", "policy", "tokens", ...kinds.map((k) => `${label[k]} tok/s`), "Node/C++", "Node/C++ paired [95%]"];
   if (kinds.includes("peer")) head.push("Node/peer");
   head.push(...kinds.map((k) => `${label[k]} CPU ms/tok`), "same tokens");
   const rows = rep.cells.map((c) => {
     const r = [c.model, String(c.threads), c.variant, c.policy, String(c.tokens)];
     for (const k of kinds) r.push(c[k] ? c[k].tokensPerSecond.toFixed(1) : "-");
     r.push(c.nodeOverCpp.toFixed(3));
+    r.push(c.paired ? formatRatio(c.paired.nodeOverCpp) : "-");
     if (kinds.includes("peer")) r.push(c.nodeOverPeer === undefined ? "-" : c.nodeOverPeer.toFixed(3));
     for (const k of kinds) r.push(c[k] ? c[k].cpuMsPerToken.toFixed(2) : "-");
     r.push(c.sameTokens ? "yes" : "NO");
@@ -280,6 +287,25 @@ function printTable(rep) {
   console.log(line(head));
   console.log("| " + widths.map((w) => "-".repeat(w)).join(" | ") + " |");
   for (const r of rows) console.log(line(r));
+  const v = verdicts(rep);
+  if (v.length === 0) return;
+  console.log(`\nbounds (issue 9.1), paired ratios: median [95% interval of the median]${v.some((x) => x.text.includes("*")) ? "; * = too few runs for a 95% interval (range shown)" : ""}`);
+  for (const x of v) console.log(`${x.label}  ${x.text}`);
+}
+
+// Issue 9.1: Node >= 0.97x the C++ loop in every cell at llama.cpp's defaults; >= 2x
+// node-llama-cpp at 2 threads on the small model.
+function verdicts(rep) {
+  const out = [];
+  for (const c of rep.cells) {
+    if (!c.paired || c.policy !== "default") continue;
+    const where = `${c.model}, ${c.threads} thread${c.threads > 1 ? "s" : ""}, ${c.variant}`;
+    out.push({ ...verdict(c.paired.nodeOverCpp, 0.97), text: `${where}: Node / C++ >= 0.97: ${formatRatio(c.paired.nodeOverCpp)}` });
+    if (c.paired.nodeOverPeer && c.model === "small" && c.threads === 2) {
+      out.push({ ...verdict(c.paired.nodeOverPeer, 2), text: `${where}: Node / node-llama-cpp >= 2: ${formatRatio(c.paired.nodeOverPeer, 2)}` });
+    }
+  }
+  return out;
 }
 
 function parseArgs(args) {
@@ -311,12 +337,6 @@ function positive(s, what) {
   const n = Number(s);
   if (!Number.isInteger(n) || n < 1) fail(`${what} needs a positive integer, got ${s}`);
   return n;
-}
-
-function median(xs) {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
 }
 
 function round(x, digits = 1) {
