@@ -3,6 +3,7 @@ import { defineConfig } from "vitest/config";
 export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
+    setupFiles: ["test/support/fast-check-seed.ts"],
     testTimeout: 60_000,
     hookTimeout: 600_000,
     // Native tests share 2 cores with llama.cpp's own threads; keep file parallelism modest.
