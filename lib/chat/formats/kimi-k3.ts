@@ -65,7 +65,11 @@ export const kimiK3: ChatFamily = {
         // the message closer belongs to the trigger rule, or the lazy grammar would reject it
         const section = p.triggerRule("kimi-k3-tool-call", p.seq(TOOLS_START, p.oneOrMore(choices), TOOLS_END, p.optional(p.literal(MSG_END)), p.optional(p.literal(EOM))));
         const tools = required ? section : p.optional(section);
-        return { root: p.seq(start, reasoning, response, tools, trailer, end), callsOnly: p.seq(start, reasoning, section, trailer, end) };
+        // Calls only still lets the model write the empty response section the template renders
+        // before every tools section (and the model was trained on): skipping it would force an
+        // output the model never saw. The reference's required grammar admits content there.
+        const emptyResponse = p.optional(p.seq(p.literal(RESP_START), p.literal(RESP_END)));
+        return { root: p.seq(start, reasoning, response, tools, trailer, end), callsOnly: p.seq(start, reasoning, emptyResponse, section, trailer, end) };
       },
       grammar: grammarMode(useTools, !required),
       triggers: useTools ? [word(TOOLS_START)] : [],
