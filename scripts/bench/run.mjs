@@ -142,6 +142,11 @@ for (const size of opts.models) {
       // cancels the drift that a ratio of medians keeps.
       const rate = (runs) => runs.map((x) => (x.generated / x.totalMs) * 1000);
       row.paired = { nodeOverCpp: pairedRatio(rate(n), rate(c)) };
+      // The same with each side's sampling time taken out: what the binding costs around the same
+      // llama_decode, apart from the addon's faster sampler (native/sampling-select.*).
+      const rateNoSampling = (runs) => runs.map((x) => (x.generated / Math.max(1e-9, x.totalMs - (x.sampleMs ?? 0))) * 1000);
+      row.paired.nodeOverCppNoSampling = pairedRatio(rateNoSampling(n), rateNoSampling(c));
+      row.sampleUsPerToken = { node: round(median(n.map((x) => ((x.sampleMs ?? NaN) * 1000) / x.generated)), 1), cpp: round(median(c.map((x) => ((x.sampleMs ?? NaN) * 1000) / x.generated)), 1) };
       if (row.peer) row.paired.nodeOverPeer = pairedRatio(rate(n), rate(of("peer")));
       row.sameTokens = n.every((x, i) => c[i] !== undefined && x.tokens.join(",") === c[i].tokens.join(","));
       results.push(row);
@@ -264,7 +269,7 @@ function ensureLoop(buildDir, what, threadpool) {
 function printTable(rep) {
   const kinds = ["node", "cpp", "cppPool", "cppConsumer", "peer"].filter((k) => rep.cells.some((c) => c[k]));
   const label = { node: "Node", cpp: "C++", cppPool: "C++ pool", cppConsumer: "C++ +consumer", peer: "node-llama-cpp" };
-  const head = ["model", "threads", "variant", "policy", "tokens", ...kinds.map((k) => `${label[k]} tok/s`), "Node/C++", "Node/C++ paired [95%]"];
+  const head = ["model", "threads", "variant", "policy", "tokens", ...kinds.map((k) => `${label[k]} tok/s`), "Node/C++", "Node/C++ paired [95%]", "same, sampling excluded", "sampling µs/tok Node/C++"];
   if (kinds.includes("peer")) head.push("Node/peer");
   head.push(...kinds.map((k) => `${label[k]} CPU ms/tok`), "same tokens");
   const rows = rep.cells.map((c) => {
@@ -272,6 +277,8 @@ function printTable(rep) {
     for (const k of kinds) r.push(c[k] ? c[k].tokensPerSecond.toFixed(1) : "-");
     r.push(c.nodeOverCpp.toFixed(3));
     r.push(c.paired ? formatRatio(c.paired.nodeOverCpp) : "-");
+    r.push(c.paired?.nodeOverCppNoSampling ? formatRatio(c.paired.nodeOverCppNoSampling) : "-");
+    r.push(c.sampleUsPerToken ? `${c.sampleUsPerToken.node} / ${c.sampleUsPerToken.cpp}` : "-");
     if (kinds.includes("peer")) r.push(c.nodeOverPeer === undefined ? "-" : c.nodeOverPeer.toFixed(3));
     for (const k of kinds) r.push(c[k] ? c[k].cpuMsPerToken.toFixed(2) : "-");
     r.push(c.sameTokens ? "yes" : "NO");
