@@ -258,3 +258,35 @@ describe("applyChatTemplate: specialized formats", () => {
     expect(plan.grammarTriggers).toEqual([{ type: "word", value: "<calls>" }]);
   });
 });
+
+describe("applyChatTemplate: a call id written before the name (Solar Open)", () => {
+  const SOLAR = fs.readFileSync(path.resolve(import.meta.dirname, "../../vendor/llama.cpp/models/templates/upstage-Solar-Open-100B.jinja"), "utf8");
+  const call = (id: string, city: string) => `<|tool_call:begin|>${id}<|tool_call:name|>get_weather<|tool_call:args|>{"city": "${city}"}<|tool_call:end|>`;
+  const output = `<|tool_calls|>${call("x7Qa9", "Paris")}${call("b2", "Rome")}<|calls|>`;
+
+  it("the grammar leaves the id to the model and the parse reports it, whole and streamed", () => {
+    const plan = applyChatTemplate(SOLAR, { ...base, tools: [WEATHER], tool_choice: "auto", parallel_tool_calls: true });
+    // The id is free text up to the name marker (the reference forces the literal call00001).
+    expect(plan.grammar).not.toContain("call00001");
+    expect(plan.preservedTokens).toContain("<|tool_call:name|>");
+    const whole = parseChatOutput(plan, output);
+    expect(whole.tool_calls.map((c) => [c.id, c.function.name, JSON.parse(c.function.arguments)])).toEqual([
+      ["x7Qa9", "get_weather", { city: "Paris" }],
+      ["b2", "get_weather", { city: "Rome" }],
+    ]);
+    const session = new ChatSession(plan);
+    const headers: { index: number; id?: string; name?: string }[] = [];
+    const note = (f: { deltas: { tool_calls?: { index: number; id?: string; function?: { name?: string } }[] }[] }) => {
+      for (const d of f.deltas) for (const tc of d.tool_calls ?? []) if (tc.id !== undefined || tc.function?.name !== undefined) headers.push({ index: tc.index, id: tc.id, name: tc.function?.name });
+    };
+    for (let i = 0; i < output.length; i += 3) note(session.feed(output.slice(i, i + 3)));
+    const last = session.finish();
+    note(last);
+    // One header per call, with the whole id: a partial id never shows.
+    expect(headers).toEqual([
+      { index: 0, id: "x7Qa9", name: "get_weather" },
+      { index: 1, id: "b2", name: "get_weather" },
+    ]);
+    expect(last.message.tool_calls.map((c) => c.id)).toEqual(["x7Qa9", "b2"]);
+  });
+});

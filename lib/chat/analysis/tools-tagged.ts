@@ -335,7 +335,13 @@ function extractCallIdMarkers(prober: Prober, t: ToolsAnalysis): void {
   if (diff.left === "" && diff.right === "") return;
   const id = t.callId;
   const commonIdPart = "call"; // the common prefix of the two probe ids
-  const inPrefix = diff.prefix.lastIndexOf(FUN_FIRST);
+  // The system prompt lists the tools, names included: only a name inside the call counts. The
+  // reference looks at the whole prefix, so a template that lists tools and writes the id before
+  // the name (Solar Open) gets no id position and the probe's id baked into its name marker.
+  const callStart = t.format.perCallStart !== "" ? t.format.perCallStart : t.format.sectionStart;
+  const callFrom = callStart === "" ? -1 : diff.prefix.lastIndexOf(callStart);
+  let inPrefix = diff.prefix.lastIndexOf(FUN_FIRST);
+  if (callFrom >= 0 && inPrefix < callFrom) inPrefix = -1;
   const inSuffix = diff.suffix.indexOf(FUN_FIRST);
 
   if (inPrefix >= 0 && inSuffix < 0) {
@@ -362,6 +368,9 @@ function extractCallIdMarkers(prober: Prober, t: ToolsAnalysis): void {
     id.pos = "pre_func_name";
     id.prefix = findLastMarker(diff.prefix);
     id.suffix = findFirstMarker(diff.suffix.slice(0, inSuffix));
+    // The name marker was read from a call with the probe's id in front: take the id out of it.
+    const fn = t.function;
+    if (fn.namePrefix.startsWith(CALL_ID_001) && fn.namePrefix.slice(CALL_ID_001.length).startsWith(id.suffix)) fn.namePrefix = fn.namePrefix.slice(CALL_ID_001.length);
   }
 
   if (id.prefix === t.arguments.end) id.prefix = "";

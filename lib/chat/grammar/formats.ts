@@ -51,9 +51,15 @@ export interface ToolArgumentsFormat {
   tolerateIntertagWhitespace?: boolean;
 }
 
-/** An id the model writes between the function name and the arguments (`[CALL_ID]abc[ARGS]`). */
+/**
+ * An id the model writes between the function name and the arguments (`[CALL_ID]abc[ARGS]`), or
+ * before the name right after the per-call start (`<|tool_call:begin|>abc<|tool_call:name|>f`).
+ */
 export interface ToolCallIdFormat {
-  /** Only "between_func_and_args" (the default) is parsed; other positions are ignored, as in the reference. */
+  /**
+   * "between_func_and_args" (the default) and "pre_func_name" are parsed; "post_args" is ignored.
+   * The reference parses only the first.
+   */
   pos?: string;
   prefix: string;
   suffix: string;
@@ -172,9 +178,18 @@ interface FuncParts {
 }
 
 /** One call: name tags, optional id, arguments, close (atomic where a partial header must not show). */
-function funcParser(p: ChatPegBuilder, parts: FuncParts, name: string, idSection: PegParser, haveId: boolean, args: PegParser, peek: PegParser | null): PegParser {
+function funcParser(
+  p: ChatPegBuilder,
+  parts: FuncParts,
+  name: string,
+  idSection: PegParser,
+  haveId: boolean,
+  args: PegParser,
+  peek: PegParser | null,
+  leadId: PegParser | null = null,
+): PegParser {
   const { fn, section } = parts;
-  let open = p.toolOpen(p.seq(fn.namePrefix, p.toolName(p.literal(name)), fn.nameSuffix));
+  let open = p.toolOpen(leadId === null ? p.seq(fn.namePrefix, p.toolName(p.literal(name)), fn.nameSuffix) : p.seq(leadId, fn.namePrefix, p.toolName(p.literal(name)), fn.nameSuffix));
   let matchedAtomic = false;
   let func: PegParser;
   if (fn.argsSeparator) open = p.seq(open, p.space(), fn.argsSeparator);
@@ -200,6 +215,17 @@ function funcParser(p: ChatPegBuilder, parts: FuncParts, name: string, idSection
     func = p.seq(func, p.toolClose(p.space())); // an empty close still runs the mapper's close step
   }
   return matchedAtomic ? func : p.atomic(func);
+}
+
+/**
+ * The id written before the name: text up to the id's suffix, which starts the name marker; only
+ * where the id's prefix is the marker that opens the call (the calls wrapper writes it). The call
+ * appears once its name has matched, so a partial id never shows.
+ */
+function leadingCallId(p: ChatPegBuilder, id: ToolCallIdFormat | undefined, fn: ToolFunctionFormat, section: ToolSectionFormat): PegParser | null {
+  if (id?.pos !== "pre_func_name" || id.suffix === "" || !fn.namePrefix.startsWith(id.suffix)) return null;
+  if (id.prefix !== (section.perCallStart || section.sectionStart)) return null;
+  return p.toolId(p.until(id.suffix));
 }
 
 function hasCallId(id: ToolCallIdFormat | undefined, argsStart: string): id is ToolCallIdFormat {
@@ -264,7 +290,7 @@ export function tagJsonToolsParser(
       if (args.start !== "") argsParser = p.seq(args.start, argsParser);
       if (args.end !== "") argsParser = p.seq(argsParser, args.end);
       const peek = args.start !== "" ? p.peek(p.literal(args.start)) : null;
-      return p.rule(`tool-${f.name}`, funcParser(p, { fn, section, args }, f.name, idSection, haveId, argsParser, peek));
+      return p.rule(`tool-${f.name}`, funcParser(p, { fn, section, args }, f.name, idSection, haveId, argsParser, peek, leadingCallId(p, callId, fn, section)));
     }),
   );
   return wrapCalls(p, ctx, section, choices, false);
@@ -312,7 +338,7 @@ export function tagTaggedToolsParser(
             : p.optional(p.seq(callId.prefix, p.toolId(p.until(args.start))));
       }
       const peek = args.namePrefix !== "" && requiredParsers.length > 0 ? p.peek(p.literal(args.namePrefix)) : null;
-      return p.rule(`tool-${f.name}`, funcParser(p, { fn, section, args }, f.name, idSection, haveId, seq, peek));
+      return p.rule(`tool-${f.name}`, funcParser(p, { fn, section, args }, f.name, idSection, haveId, seq, peek, leadingCallId(p, callId, fn, section)));
     }),
   );
   return wrapCalls(p, ctx, section, choices, true);
