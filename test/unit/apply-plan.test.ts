@@ -290,3 +290,15 @@ describe("applyChatTemplate: a call id written before the name (Solar Open)", ()
     expect(last.message.tool_calls.map((c) => c.id)).toEqual(["x7Qa9", "b2"]);
   });
 });
+
+describe("applyChatTemplate: parallel calls one per line (MiniMax M1)", () => {
+  it("two calls separated by a newline, as the template writes them, parse as two calls", () => {
+    const M1 = fs.readFileSync(path.resolve(import.meta.dirname, "../../vendor/llama.cpp/models/templates/MiniMax-M1.jinja"), "utf8");
+    const plan = applyChatTemplate(M1, { ...base, tools: [WEATHER], tool_choice: "auto", parallel_tool_calls: true });
+    const call = (city: string) => `{"name": "get_weather", "arguments": {"city": "${city}"}}`;
+    for (const sep of ["\n", ",\n", ", "]) {
+      const msg = parseChatOutput(plan, `<tool_calls>\n${call("Paris")}${sep}${call("Rome")}\n</tool_calls>`);
+      expect(msg.tool_calls.map((c) => JSON.parse(c.function.arguments).city), JSON.stringify(sep)).toEqual(["Paris", "Rome"]);
+    }
+  });
+});

@@ -163,7 +163,7 @@ export function jsonNativeToolsParser(p: ChatPegBuilder, ctx: ToolsContext, form
     const single = standardJsonTools(p, { ...common, sectionStart: format.perCallStart, sectionEnd: format.perCallEnd });
     tools = p.triggerRule("tool-calls", p.oneOrMore(p.seq(single, p.space())));
   } else {
-    tools = standardJsonTools(p, { ...common, sectionStart: format.sectionStart, sectionEnd: format.sectionEnd });
+    tools = standardJsonTools(p, { ...common, sectionStart: format.sectionStart, sectionEnd: format.sectionEnd, commaOptional: format.sectionStart !== "" });
   }
   const callsOnly = p.seq(callsAfterReasoning(p, ctx.reasoning, tools), p.end());
   if (alwaysWrapped(ctx)) return { parser: p.seq(ctx.reasoning, optionalWrappedContent(p, ctx), tools, p.end()), callsOnly };
@@ -248,7 +248,9 @@ function wrapCalls(p: ChatPegBuilder, ctx: ToolsContext, section: ToolSectionFor
       calls = p.triggerRule("tool-calls", p.seq(section.sectionStart, S(), calls, S(), end));
     }
   } else {
-    const sep = ", ";
+    // Between calls with no per-call markers: the reference's ", ", or the newline the templates
+    // write (`</invoke>\n<invoke ...>`, MiniMax M2), which the reference rejects.
+    const sep = p.seq(S(), p.optional(p.literal(",")), S());
     if (tagged) {
       calls = ctx.parallel
         ? p.triggerRule("tool-call", p.seq(section.sectionStart, S(), choices, p.zeroOrMore(p.seq(sep, choices)), S(), section.sectionEnd))

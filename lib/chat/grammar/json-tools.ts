@@ -21,6 +21,12 @@ export interface JsonToolsOptions {
   tools: readonly ChatTool[];
   /** Several calls, separated by commas. */
   parallel: boolean;
+  /**
+   * The calls share one section and their templates write one per line (`<tool_calls>\n{...}\n{...}`,
+   * MiniMax M1): the comma between them is optional. The reference requires it, which forces a
+   * model trained on one call per line off its format at the second call.
+   */
+  commaOptional?: boolean;
   /** tool_choice "required": the section must be there. */
   force: boolean;
   /** Key of the function name (default "name"); dot notation ("function.name") nests it. */
@@ -162,7 +168,7 @@ export function standardJsonTools(p: ChatPegBuilder, o: JsonToolsOptions): PegPa
   else if (splitKey(nameKey)[0] !== "" || splitKey(argsKey)[0] !== "") calls = nestedKeys(p, o, nameKey, argsKey);
   else calls = flatKeys(p, o, nameKey, argsKey);
   const choices = calls;
-  if (o.parallel) calls = p.seq(calls, p.zeroOrMore(p.seq(p.space(), ",", p.space(), choices)));
+  if (o.parallel) calls = p.seq(calls, p.zeroOrMore(p.seq(p.space(), o.commaOptional && !o.arrayWrapped ? p.optional(p.literal(",")) : p.literal(","), p.space(), choices)));
   if (o.arrayWrapped) calls = p.seq("[", p.space(), calls, p.space(), "]");
   const section = p.triggerRule("tool-call", p.seq(o.sectionStart, p.space(), calls, p.space(), o.sectionEnd));
   return o.force ? section : p.optional(section);
