@@ -29,8 +29,9 @@ beforeAll(async () => {
 });
 afterAll(() => h?.close());
 
-// One trailing marker token: <|x|>, <｜x｜>, <|x>, <x|>, <SPECIAL_n>, [X].
-const TRAILING_MARKER = /\s*(?:<[|｜][^<>]*[|｜]>|<\|[^<>|]+>|<[^<>|]+\|>|<SPECIAL_\d+>|\[[A-Z_]+\])\s*$/u;
+// One trailing marker token: <|x|>, <｜x｜>, <|x>, <x|>, <SPECIAL_n>, [X], or the head of one whose
+// tail renderedOutput took off as the end-of-turn suffix it shares with a plain reply (`<|call`).
+const TRAILING_MARKER = /\s*(?:<[|｜][^<>]*[|｜]>|<\|[^<>|]+>|<[^<>|]+\|>|<SPECIAL_\d+>|\[[A-Z_]+\]|<[|｜][^<>|｜]*)\s*$/u;
 
 function candidates(output: string, thinkingStart: string): string[] {
   const starts = [output, output.trimStart(), output.replace(/^\s*<think>\s*<\/think>\s*/, "")];
@@ -48,13 +49,30 @@ function candidates(output: string, thinkingStart: string): string[] {
   return [...new Set(out)];
 }
 
-/** The inputs a grammar sees: from the first trigger word when lazy, after the prefill when eager. */
+/**
+ * The inputs a grammar sees: after the prefill when eager; when lazy, from where the first trigger
+ * fires (a word at its start; a pattern at its first capture group, or its match; a full pattern
+ * only when it matches the whole text), as llama.cpp's lazy sampler starts it.
+ */
 function grammarInputs(texts: string[], lazy: boolean, triggers: { type: string; value: string }[], prefill: string): string[] | null {
   if (!lazy) return texts.map((t) => prefill + t);
-  const words = triggers.filter((t) => t.type === "word" || t.type === "token").map((t) => t.value);
-  if (words.length === 0) return null; // pattern triggers: the grammar starts at a capture
+  const startOf = (t: string): number => {
+    let best = Infinity;
+    for (const tr of triggers) {
+      if (tr.type === "word" || tr.type === "token") {
+        const i = t.indexOf(tr.value);
+        if (i >= 0) best = Math.min(best, i);
+        continue;
+      }
+      const source = tr.type === "pattern_full" ? `^(?:${tr.value})$` : tr.value;
+      const m = new RegExp(source, "sd").exec(t);
+      if (m === null) continue;
+      best = Math.min(best, m.indices?.[1]?.[0] ?? m.index);
+    }
+    return best;
+  };
   const out = texts.flatMap((t) => {
-    const at = Math.min(...words.map((w) => t.indexOf(w)).filter((i) => i >= 0));
+    const at = startOf(t);
     return Number.isFinite(at) ? [t.slice(at)] : [];
   });
   return out.length > 0 ? out : null;
@@ -68,7 +86,8 @@ interface Check {
 interface RefPlan {
   grammar?: string;
   grammar_lazy?: boolean;
-  grammar_triggers?: { type: number | string; value: string }[];
+  /** type: "word", "token", "pattern" or "pattern_full" (the harness names them) */
+  grammar_triggers?: { type: string; value: string }[];
   generation_prompt?: string;
 }
 
@@ -99,8 +118,7 @@ describe("a plan's grammar admits the template's own tool calls", () => {
           if (output === null) continue;
           const texts = candidates(output, plan.thinkingStartTag);
           const oursIn = grammarInputs(texts, plan.grammarLazy, plan.grammarTriggers, plan.grammarPrefill ?? "");
-          // The reference's triggers: type 0 = word, 1 = token (common_grammar_trigger_type).
-          const refTriggers = (ref.result!.grammar_triggers ?? []).map((t) => ({ type: t.type === 0 || t.type === "word" ? "word" : t.type === 1 || t.type === "token" ? "token" : "pattern", value: t.value }));
+          const refTriggers = ref.result!.grammar_triggers ?? [];
           const refIn = grammarInputs(texts, ref.result!.grammar_lazy === true, refTriggers, ref.result!.grammar_lazy ? "" : (ref.result!.generation_prompt ?? ""));
           if (oursIn === null || refIn === null) continue;
           const [o, r] = await Promise.all([

@@ -302,3 +302,18 @@ describe("applyChatTemplate: parallel calls one per line (MiniMax M1)", () => {
     }
   });
 });
+
+describe("applyChatTemplate: Functionary v3.2 recipients after the first", () => {
+  const F = fs.readFileSync(path.resolve(import.meta.dirname, "../../vendor/llama.cpp/models/templates/meetkai-functionary-medium-v3.2.jinja"), "utf8");
+  const args = (city: string) => `{"city": "${city}"}`;
+  it("text then a call, and parallel calls, each introduced by >>>", () => {
+    const plan = applyChatTemplate(F, { ...base, tools: [WEATHER], tool_choice: "auto", parallel_tool_calls: true });
+    const a = parseChatOutput(plan, `all\nLet me check.>>>get_weather\n${args("Paris")}`);
+    expect([a.content, a.tool_calls.map((c) => JSON.parse(c.function.arguments).city)]).toEqual(["Let me check.", ["Paris"]]);
+    const b = parseChatOutput(plan, `get_weather\n${args("Paris")}>>>get_weather\n${args("Rome")}`);
+    expect(b.tool_calls.map((c) => JSON.parse(c.function.arguments).city)).toEqual(["Paris", "Rome"]);
+    // The lazy grammar wakes on ">>>" not followed by "all" and starts there: its rule starts with ">>>".
+    expect(plan.grammarLazy).toBe(true);
+    expect(plan.grammar).toMatch(/tools-after-content ::= ">>>"/);
+  });
+});

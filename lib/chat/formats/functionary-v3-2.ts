@@ -1,7 +1,8 @@
 /**
  * Functionary v3.2: the prompt ends with `>>>`; the model names a recipient: `all\n` then content,
- * or `NAME\n{json}` for a call (several calls in a row when parallel). As
- * `common_chat_params_init_functionary_v3_2`; the lazy grammar wakes on `>>>` not followed by `all`.
+ * or `NAME\n{json}` for a call, each further recipient after another `>>>`. As
+ * `common_chat_params_init_functionary_v3_2` but for those `>>>` (see below); the lazy grammar wakes
+ * on `>>>` not followed by `all`.
  */
 import { toolParameters } from "../tools.js";
 import type { ChatFamily } from "./family.js";
@@ -23,19 +24,19 @@ export const functionaryV32: ChatFamily = {
         const choice = toolChoice(p, fns, (fn) =>
           p.tool(p.seq(p.toolOpen(p.seq(p.toolName(p.literal(fn.name)), "\n")), p.toolArgs(p.schema(p.json(), `tool-${fn.name}-schema`, toolParameters(fn))))),
         );
-        const toolsOnly = p.triggerRule("tools", p.oneOrMore(choice));
-        const contentAndTools = contentUntilTool.then(toolsOnly);
-        const callsOnly = gen.then(p.seq(req.parallelToolCalls ? toolsOnly : choice, p.end()));
-        let body;
-        if (req.toolChoice === "required") {
-          body = req.parallelToolCalls
-            ? p.seq(p.choice([contentAndTools, toolsOnly]), p.end())
-            : p.seq(p.choice([contentUntilTool.then(choice), toolsOnly]), p.end());
-        } else if (req.parallelToolCalls) {
-          body = p.seq(p.choice([contentAndTools, contentUntilEnd, toolsOnly]), p.end());
-        } else {
-          body = p.seq(p.choice([contentUntilTool.then(choice), contentUntilEnd, choice]), p.end());
-        }
+        // Every recipient after the first is introduced by `>>>` (the prompt ends with the first):
+        // `all\ntext>>>f\n{...}>>>g\n{...}`. The reference leaves `>>>` out between content and
+        // a call and between calls, so text then a call parses as content, a second call does not
+        // parse, and its lazy grammar (fed from the trigger's `>>>`) hits a dead end.
+        const more = req.parallelToolCalls ? p.zeroOrMore(p.seq(">>>", choice)) : p.eps();
+        const toolsFirst = p.triggerRule("tools", p.seq(choice, more));
+        const toolsAfterContent = p.triggerRule("tools-after-content", p.seq(">>>", choice, more));
+        const contentAndTools = p.seq(contentUntilTool, toolsAfterContent);
+        const callsOnly = gen.then(p.seq(toolsFirst, p.end()));
+        const body =
+          req.toolChoice === "required"
+            ? p.seq(p.choice([contentAndTools, toolsFirst]), p.end())
+            : p.seq(p.choice([contentAndTools, contentUntilEnd, toolsFirst]), p.end());
         return { root: gen.then(body), callsOnly };
       },
       grammar: grammarMode(useTools, req.toolChoice === "auto"),
