@@ -65,7 +65,9 @@ void ScanAbove(const float* logits, int32_t from, int32_t n, Bar bar, Consider c
   for (; i < n; i++) consider(i);
 }
 
-bool Skipped(const std::vector<int32_t>& skip, int32_t id) { return !skip.empty() && skip[static_cast<size_t>(id)] >= 0; }
+bool Skipped(const std::vector<uint64_t>& skip, int32_t id) {
+  return !skip.empty() && ((skip[static_cast<size_t>(id) >> 6] >> (id & 63)) & 1u) != 0;
+}
 
 bool Greater(const llama_token_data& a, const llama_token_data& b) { return a.logit > b.logit; }
 
@@ -74,7 +76,7 @@ bool Greater(const llama_token_data& a, const llama_token_data& b) { return a.lo
 // Candidates above the bar are appended to *out; when it holds kSpare more than k, nth_element
 // keeps the k largest and the bar rises to the k-th: a few cheap appends per row instead of a heap
 // operation for each new candidate.
-void SelectTopK(const float* logits, int32_t n, int32_t k, const std::vector<int32_t>& skip,
+void SelectTopK(const float* logits, int32_t n, int32_t k, const std::vector<uint64_t>& skip,
                 const std::vector<llama_token_data>& changed, std::vector<llama_token_data>* out) {
   constexpr size_t kSpare = 128;
   std::vector<llama_token_data>& top = *out;
@@ -102,14 +104,16 @@ void SelectTopK(const float* logits, int32_t n, int32_t k, const std::vector<int
   if (top.size() > want) keepLargest();
 }
 
-llama_token ArgmaxFirst(const float* logits, int32_t n, const std::vector<int32_t>& skip,
+llama_token ArgmaxFirst(const float* logits, int32_t n, const std::vector<uint64_t>& skip,
                         const std::vector<llama_token_data>& changed) {
   if (n <= 0) return LLAMA_TOKEN_NULL;
   // The row scan finds the first maximum among the unchanged ids (id 0 by its value either way:
   // llama_sampler_greedy starts there); then the changed ids join by (value, then lower id).
   llama_token best = 0;
   float bestValue = logits[0];
-  if (Skipped(skip, 0)) bestValue = changed[static_cast<size_t>(skip[0])].logit;
+  for (const auto& d : changed) {
+    if (d.id == 0) bestValue = d.logit;
+  }
   // (from 0: id 0 is never above itself, and a skipped id 0 is skipped)
   ScanAbove(logits, 0, n, [&] { return bestValue; }, [&](int32_t j) {
     if (logits[j] > bestValue && !Skipped(skip, j)) {

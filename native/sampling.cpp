@@ -84,6 +84,7 @@ std::unique_ptr<Sampler> Sampler::Create(int32_t nVocab, const SamplingParams& p
     }
     if (penalties) s->penaltyLastN_ = std::max(p.penaltyLastN, 0);  // llama.cpp clamps it the same way
     s->changedAt_.assign(static_cast<size_t>(nVocab), -1);
+    s->changedBits_.assign((static_cast<size_t>(nVocab) + 63) / 64, 0);
   }
   return s;
 }
@@ -165,6 +166,7 @@ void Sampler::NoteChanged(const float* logits) {
   auto note = [&](llama_token id) {
     if (changedAt_[static_cast<size_t>(id)] >= 0) return;
     changedAt_[static_cast<size_t>(id)] = static_cast<int32_t>(changed_.size());
+    changedBits_[static_cast<size_t>(id) >> 6] |= uint64_t{1} << (id & 63);
     changed_.push_back(llama_token_data{id, logits[id], 0.0f});
   };
   for (const auto& b : bias_) note(b.token);
@@ -187,14 +189,17 @@ llama_token Sampler::SampleFast(const float* logits, NativeError* error) {
   NoteChanged(logits);
   llama_token id = LLAMA_TOKEN_NULL;
   if (fastK_ < 0) {
-    id = ArgmaxFirst(logits, nVocab_, changedAt_, changed_);
+    id = ArgmaxFirst(logits, nVocab_, changedBits_, changed_);
   } else {
-    SelectTopK(logits, nVocab_, fastK_, changedAt_, changed_, &picked_);
+    SelectTopK(logits, nVocab_, fastK_, changedBits_, changed_, &picked_);
     llama_token_data_array top{picked_.data(), picked_.size(), -1, false};
     llama_sampler_apply(chain_, &top);
     if (top.selected >= 0 && static_cast<size_t>(top.selected) < top.size) id = top.data[top.selected].id;
   }
-  for (const auto& d : changed_) changedAt_[static_cast<size_t>(d.id)] = -1;
+  for (const auto& d : changed_) {
+    changedAt_[static_cast<size_t>(d.id)] = -1;
+    changedBits_[static_cast<size_t>(d.id) >> 6] = 0;
+  }
   if (id == LLAMA_TOKEN_NULL) *error = {"ERR_INTERNAL", "the sampler chain selected no token"};
   return id;
 }

@@ -93,6 +93,7 @@ class Sampler {
   int32_t penaltyLastN_ = 0;
   std::vector<llama_token> window_;         // the last penaltyLastN_ accepted tokens, oldest first
   std::vector<int32_t> changedAt_;          // id -> its index in changed_, -1: unchanged
+  std::vector<uint64_t> changedBits_;       // bit id: id is in changed_ (the row scan's check)
   std::vector<llama_token_data> changed_;   // the ids pre_ changes at this step, changed values
   std::vector<llama_token_data> picked_;    // the top k candidates
   bool logprobs_ = false;
