@@ -107,7 +107,7 @@ class Sampler {
   int32_t nVocab_ = 0;
   bool reference_ = false;
   bool grammarFirst_ = false;
-  std::vector<llama_token_data> candidates_;  // reused every token: no per-token allocation
+  std::vector<llama_token_data> candidates_;  // the full path's array, reused: no per-token allocation
 };
 
 }  // namespace lp
