@@ -159,8 +159,9 @@ llama_token Sampler::SampleInner(const float* logits, NativeError* error) {
 
 // The ids logit bias and penalties change at this step, with their changed values computed as
 // pre_ computes them on the full array: the biases added in list order (as logit_bias adds them
-// where every id is at its own index), then the penalties sampler itself, which looks ids up in
-// its window's counts, so the array's order and size do not matter to it.
+// where every id is at its own index; its own apply on a small array would not do: its search
+// fallback adds only the first of several entries for one id), then the penalties sampler itself,
+// which looks ids up in its window's counts, so the array's order and size do not matter to it.
 void Sampler::NoteChanged(const float* logits) {
   changed_.clear();
   if (changedAt_.empty()) return;
