@@ -5,14 +5,12 @@
 
 #include <string>
 
+#include "native-error.h"
+
 namespace lp {
 
-// An error produced off the JS thread; becomes a JS Error with `code` on the JS thread.
-struct NativeError {
-  std::string code;     // "" = no error
-  std::string message;
-  bool ok() const { return code.empty(); }
-};
+// NativeError (native-error.h): an error produced off the JS thread; becomes a JS Error with
+// `code` on the JS thread.
 
 inline Napi::Error MakeError(Napi::Env env, const std::string& code, const std::string& message) {
   Napi::Error error = Napi::Error::New(env, message);

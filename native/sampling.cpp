@@ -1,7 +1,10 @@
 #include "sampling.h"
 
+#include "sampling-select.h"
+
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <string>
 
 namespace lp {
@@ -9,13 +12,17 @@ namespace {
 
 NativeError ToNative(const grammar::Failure& f) { return {f.code, f.message}; }
 
+// LLAMAPEG_SAMPLER_FULL=1: the end-to-end test's reference run (sampling.h, fastSelect).
+bool FullPathForced() {
+  const char* v = std::getenv("LLAMAPEG_SAMPLER_FULL");
+  return v != nullptr && *v != '\0' && std::string(v) != "0";
+}
+
 }  // namespace
 
 std::unique_ptr<Sampler> Sampler::Create(const llama_vocab* vocab, const SamplingParams& p, const GrammarParams* grammar,
                                          NativeError* error, grammar::VocabIndexHolder* vocabIndex) {
-  std::unique_ptr<Sampler> s(new Sampler());
-  s->nVocab_ = llama_vocab_n_tokens(vocab);
-  s->candidates_.resize(static_cast<size_t>(s->nVocab_));
+  std::unique_ptr<Sampler> s = Create(llama_vocab_n_tokens(vocab), p);
   if (grammar != nullptr) {
     grammar::Failure f;
     s->grammar_ = grammar::GrammarState::Create(vocab, vocabIndex, *grammar, &f);
@@ -24,6 +31,12 @@ std::unique_ptr<Sampler> Sampler::Create(const llama_vocab* vocab, const Samplin
       return nullptr;
     }
   }
+  return s;
+}
+
+std::unique_ptr<Sampler> Sampler::Create(int32_t nVocab, const SamplingParams& p) {
+  std::unique_ptr<Sampler> s(new Sampler());
+  s->nVocab_ = nVocab;
   llama_sampler_chain_params cp = llama_sampler_chain_default_params();
   cp.no_perf = true;
   s->chain_ = llama_sampler_chain_init(cp);
@@ -42,6 +55,7 @@ std::unique_ptr<Sampler> Sampler::Create(const llama_vocab* vocab, const Samplin
     if (penalties) {
       llama_sampler_chain_add(s->pre_, llama_sampler_init_penalties(s->nVocab_, p.penaltyLastN, p.repeatPenalty, p.frequencyPenalty,
                                                                     p.presencePenalty));
+      s->penalties_ = llama_sampler_chain_get(s->pre_, llama_sampler_chain_n(s->pre_) - 1);
     }
   }
   if (p.temperature <= 0.0f) {
@@ -52,6 +66,24 @@ std::unique_ptr<Sampler> Sampler::Create(const llama_vocab* vocab, const Samplin
     llama_sampler_chain_add(s->chain_, llama_sampler_init_min_p(p.minP, 1));
     llama_sampler_chain_add(s->chain_, llama_sampler_init_temp(p.temperature));
     llama_sampler_chain_add(s->chain_, llama_sampler_init_dist(p.seed));
+  }
+  // The fast path where the chain's choice lies among the top k: top_k partially sorts at most 128
+  // entries (above that llama.cpp takes a bucket sort; kept on the full path), and greedy.
+  if (p.fastSelect && !p.logprobs && !FullPathForced()) {
+    if (p.temperature <= 0.0f) {
+      s->fastK_ = -1;
+    } else if (p.topK >= 1 && p.topK <= 128) {
+      s->fastK_ = p.topK;
+    }
+  }
+  if (s->fastK_ != 0 && s->pre_ != nullptr) {
+    // Out-of-range ids: logit_bias finds no candidate for them on the full array either.
+    for (const auto& b : p.logitBias) {
+      if (b.token >= 0 && b.token < nVocab) s->bias_.push_back(b);
+    }
+    if (penalties) s->penaltyLastN_ = std::max(p.penaltyLastN, 0);  // llama.cpp clamps it the same way
+    s->changedAt_.assign(static_cast<size_t>(nVocab), -1);
+    s->changedBits_.assign((static_cast<size_t>(nVocab) + 63) / 64, 0);
   }
   return s;
 }
@@ -82,6 +114,8 @@ void Sampler::NoteLogprobs(llama_token chosen) {
 }
 
 void Sampler::Fill(const float* logits) {
+  // allocated on first use: a sampler that stays on the fast path never needs the 1.8 MB
+  if (candidates_.size() != static_cast<size_t>(nVocab_)) candidates_.resize(static_cast<size_t>(nVocab_));
   llama_token_data* d = candidates_.data();
   for (int32_t i = 0; i < nVocab_; i++) d[i] = llama_token_data{i, logits[i], 0.0f};
 }
@@ -115,6 +149,64 @@ llama_token Sampler::Sample(const float* logits, NativeError* error) {
 }
 
 llama_token Sampler::SampleInner(const float* logits, NativeError* error) {
+  const bool constrained = grammar_ && !grammar_->awaitingTrigger();
+  // Grammar-first constrains every candidate before the chain: only the full path can.
+  if (fastK_ == 0 || (constrained && grammarFirst_)) return SampleFull(logits, constrained, error);
+  llama_token id = SampleFast(logits, error);
+  if (id == LLAMA_TOKEN_NULL || !constrained) return id;
+  return AdmitOrResample(logits, id, error);
+}
+
+// The ids logit bias and penalties change at this step, with their changed values computed as
+// pre_ computes them on the full array: the biases added in list order (as logit_bias adds them
+// where every id is at its own index; its own apply on a small array would not do: its search
+// fallback adds only the first of several entries for one id), then the penalties sampler itself,
+// which looks ids up in its window's counts, so the array's order and size do not matter to it.
+void Sampler::NoteChanged(const float* logits) {
+  changed_.clear();
+  if (changedAt_.empty()) return;
+  auto note = [&](llama_token id) {
+    if (changedAt_[static_cast<size_t>(id)] >= 0) return;
+    changedAt_[static_cast<size_t>(id)] = static_cast<int32_t>(changed_.size());
+    changedBits_[static_cast<size_t>(id) >> 6] |= uint64_t{1} << (id & 63);
+    changed_.push_back(llama_token_data{id, logits[id], 0.0f});
+  };
+  for (const auto& b : bias_) note(b.token);
+  for (llama_token t : window_) note(t);
+  for (const auto& b : bias_) changed_[static_cast<size_t>(changedAt_[static_cast<size_t>(b.token)])].logit += b.bias;
+  if (penalties_ != nullptr && !changed_.empty()) {
+    llama_token_data_array some{changed_.data(), changed_.size(), -1, false};
+    llama_sampler_apply(penalties_, &some);
+  }
+}
+
+// The chain on the top k candidates only: its top_k then sorts k entries, and top_p, min_p, temp
+// and dist see what they see on the full array (dist draws once either way). For distinct values
+// the choice is the full path's. Where values tie at or inside the k-th place, std::partial_sort
+// (full path) and nth_element (here) order the equals each in its own unspecified way: the
+// candidate values and probabilities are the same, but which of two equal tokens is chosen may
+// differ (sampler.diff in test/native-grammar measures it: up to 1 in 5 tied steps on its
+// tie-heavy rows). Greedy takes the first maximum on both paths: the same token, ties included.
+llama_token Sampler::SampleFast(const float* logits, NativeError* error) {
+  NoteChanged(logits);
+  llama_token id = LLAMA_TOKEN_NULL;
+  if (fastK_ < 0) {
+    id = ArgmaxFirst(logits, nVocab_, changedBits_, changed_);
+  } else {
+    SelectTopK(logits, nVocab_, fastK_, changedBits_, changed_, &picked_);
+    llama_token_data_array top{picked_.data(), picked_.size(), -1, false};
+    llama_sampler_apply(chain_, &top);
+    if (top.selected >= 0 && static_cast<size_t>(top.selected) < top.size) id = top.data[top.selected].id;
+  }
+  for (const auto& d : changed_) {
+    changedAt_[static_cast<size_t>(d.id)] = -1;
+    changedBits_[static_cast<size_t>(d.id) >> 6] = 0;
+  }
+  if (id == LLAMA_TOKEN_NULL) *error = {"ERR_INTERNAL", "the sampler chain selected no token"};
+  return id;
+}
+
+llama_token Sampler::SampleFull(const float* logits, bool constrained, NativeError* error) {
   llama_token_data_array all;
   Prepare(logits, &all);
   if (logprobs_) {
@@ -136,7 +228,6 @@ llama_token Sampler::SampleInner(const float* logits, NativeError* error) {
       top_.resize(k);
     }
   }
-  const bool constrained = grammar_ && !grammar_->awaitingTrigger();
   if (constrained && grammarFirst_) {
     if (!Constrain(&all, error)) return LLAMA_TOKEN_NULL;
     return SelectFrom(&all, error);
@@ -148,6 +239,12 @@ llama_token Sampler::SampleInner(const float* logits, NativeError* error) {
   }
   llama_token id = all.data[all.selected].id;
   if (!constrained) return id;
+  return AdmitOrResample(logits, id, error);
+}
+
+// Rejection-first: the chain's choice if the grammar admits it; else every candidate is
+// constrained and the chain runs again on the full array (llama.cpp's resample).
+llama_token Sampler::AdmitOrResample(const float* logits, llama_token id, NativeError* error) {
   grammar::Failure f;
   bool admitted;
   if (reference_) {
@@ -162,7 +259,7 @@ llama_token Sampler::SampleInner(const float* logits, NativeError* error) {
     return LLAMA_TOKEN_NULL;
   }
   if (admitted) return id;
-  // Rejected: constrain every candidate, then run the chain again (llama.cpp's resample).
+  llama_token_data_array all;
   Prepare(logits, &all);
   if (!Constrain(&all, error)) return LLAMA_TOKEN_NULL;
   return SelectFrom(&all, error);
@@ -195,6 +292,12 @@ bool Sampler::Accept(llama_token token, NativeError* error) {
   }
   if (pre_ != nullptr) llama_sampler_accept(pre_, token);
   llama_sampler_accept(chain_, token);
+  // The fast path's copy of the penalties window (which ids they change); out-of-range ids have
+  // no candidate to change.
+  if (penaltyLastN_ > 0 && token >= 0 && token < nVocab_) {
+    if (window_.size() == static_cast<size_t>(penaltyLastN_)) window_.erase(window_.begin());
+    window_.push_back(token);
+  }
   return true;
 }
 

@@ -10,8 +10,8 @@
 #include <memory>
 #include <vector>
 
-#include "common.h"
 #include "grammar.h"
+#include "native-error.h"
 
 namespace lp {
 
@@ -34,6 +34,10 @@ struct SamplingParams {
   bool fastGrammarResample = true;
   // Constrain before sampling instead of after a rejection (llama.cpp's grammar_first).
   bool grammarFirst = false;
+  // false: every token takes the full n_vocab path (the differential tests' reference). The
+  // environment variable LLAMAPEG_SAMPLER_FULL=1, read when a sampler is created, does the same for
+  // a whole process (the end-to-end test; not an API).
+  bool fastSelect = true;
 };
 
 class Sampler {
@@ -43,6 +47,8 @@ class Sampler {
   // samplers of one model (nullptr: a private one).
   static std::unique_ptr<Sampler> Create(const llama_vocab* vocab, const SamplingParams& params, const GrammarParams* grammar,
                                          NativeError* error, grammar::VocabIndexHolder* vocabIndex = nullptr);
+  // Without a grammar, for rows of nVocab logits (tests and benchmarks without a vocabulary).
+  static std::unique_ptr<Sampler> Create(int32_t nVocab, const SamplingParams& params);
   ~Sampler();
 
   // Samples from the logits of the token at position `index` of the last batch `ctx` decoded
@@ -56,6 +62,8 @@ class Sampler {
   bool Accept(llama_token token, NativeError* error);
 
   const grammar::GrammarState* grammarState() const { return grammar_.get(); }
+  // Whether unconstrained tokens take the fast path (SampleFast); for the differential tests.
+  bool selectsFast() const { return fastK_ != 0; }
   // After Sample, with logprobs on: (token, log probability) pairs, the chosen token first, then
   // the top alternatives in order. Empty otherwise.
   const std::vector<int32_t>& extraIds() const { return extraIds_; }
@@ -68,11 +76,26 @@ class Sampler {
   bool Constrain(llama_token_data_array* array, NativeError* error);
 
   llama_token SampleInner(const float* logits, NativeError* error);
+  llama_token SampleFull(const float* logits, bool constrained, NativeError* error);
+  llama_token SampleFast(const float* logits, NativeError* error);
+  llama_token AdmitOrResample(const float* logits, llama_token id, NativeError* error);
+  void NoteChanged(const float* logits);
   void Prepare(const float* logits, llama_token_data_array* all);
   void NoteLogprobs(llama_token chosen);
 
   llama_sampler* pre_ = nullptr;    // logit bias, penalties (nullptr: none)
   llama_sampler* chain_ = nullptr;  // selection
+  // The fast path (SampleFast): used when the chain can only choose among the top k (1..128) or
+  // is greedy, and no logprobs are wanted. fastK_ 0: off; -1: greedy.
+  int32_t fastK_ = 0;
+  std::vector<llama_logit_bias> bias_;      // the logit bias entries for ids in range, in order
+  llama_sampler* penalties_ = nullptr;      // pre_'s penalties sampler (nullptr: none)
+  int32_t penaltyLastN_ = 0;
+  std::vector<llama_token> window_;         // the last penaltyLastN_ accepted tokens, oldest first
+  std::vector<int32_t> changedAt_;          // id -> its index in changed_, -1: unchanged
+  std::vector<uint64_t> changedBits_;       // bit id: id is in changed_ (the row scan's check)
+  std::vector<llama_token_data> changed_;   // the ids pre_ changes at this step, changed values
+  std::vector<llama_token_data> picked_;    // the top k candidates
   bool logprobs_ = false;
   int32_t topLogprobs_ = 0;
   float logSum_ = 0;                      // log of the softmax denominator
@@ -84,7 +107,7 @@ class Sampler {
   int32_t nVocab_ = 0;
   bool reference_ = false;
   bool grammarFirst_ = false;
-  std::vector<llama_token_data> candidates_;  // reused every token: no per-token allocation
+  std::vector<llama_token_data> candidates_;  // the full path's array, reused: no per-token allocation
 };
 
 }  // namespace lp

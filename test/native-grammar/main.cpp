@@ -9,6 +9,9 @@
 //   regex.diff   {patterns, texts, seed}                 -> TriggerMatcher vs std::regex (llama's find)
 //   mask.bench   {path, gbnf, prefixes, repeat, warmStates | warmAll} -> mask times at positions
 //   trigger.bench {path, gbnf, patterns, tokens, n, referenceTokens, window} -> trigger cost per token
+//   sampler.diff {seed, cases, steps, nVocab | path, grammars?} -> the Sampler's fast path vs its
+//                                                           full path (sampler-diff.cpp)
+//   sampler.bench {nVocab, steps, temperature?, topK?, ...} -> µs per token, fast and full path
 #include <llama.h>
 
 #include <algorithm>
@@ -33,6 +36,9 @@
 
 using json = nlohmann::ordered_json;
 using namespace lp::grammar;
+
+json CmdSamplerDiff(const json& req);   // sampler-diff.cpp
+json CmdSamplerBench(const json& req);  // sampler-diff.cpp
 
 namespace {
 
@@ -594,6 +600,10 @@ int main() {
         result = CmdTriggerBench(req);
       } else if (cmd == "mask.bench") {
         result = CmdMaskBench(req);
+      } else if (cmd == "sampler.diff") {
+        result = CmdSamplerDiff(req);
+      } else if (cmd == "sampler.bench") {
+        result = CmdSamplerBench(req);
       } else if (cmd == "ping") {
         result = {{"pong", true}};
       } else {

@@ -1,7 +1,7 @@
 /**
  * The grammar test program (test/native-grammar/main.cpp, target `llamapeg-grammar-test`): built on
  * demand under the team's build lock when missing or older than its sources (test/native-grammar,
- * native/grammar, CMakeLists.txt, the vendored llama.cpp), then driven over JSON lines. A build
+ * native/grammar, native/sampling*, CMakeLists.txt, the vendored llama.cpp), then driven over JSON lines. A build
  * failure or a crash is a thrown error, never a skip. It links the llama library the addon build
  * already compiled, so a build is our grammar sources and one driver (well under a minute).
  */
@@ -41,6 +41,9 @@ function fresh(): boolean {
   const inputs = [
     join(ROOT, "test", "native-grammar"),
     join(ROOT, "native", "grammar"),
+    ...readdirSync(join(ROOT, "native"))
+      .filter((f) => f.startsWith("sampling") || f === "native-error.h")
+      .map((f) => join(ROOT, "native", f)),
     join(ROOT, "CMakeLists.txt"),
     join(ROOT, "vendor", "llama.cpp.json"),
   ];
