@@ -94,6 +94,7 @@ class ContextCore : public Stoppable, public std::enable_shared_from_this<Contex
   void Admit(const std::shared_ptr<GenerationJob>& job);
   bool Shift(GenerationJob& job);
   void Decode();
+  void Add(llama_token token, llama_pos pos, int32_t seq, bool logits);  // one token into batch_
   void SampleOne(GenerationJob& job);
   void End(GenerationJob& job, const char* reason, NativeError error = {});
   void FreeNative();
@@ -122,6 +123,7 @@ class ContextCore : public Stoppable, public std::enable_shared_from_this<Contex
   llama_batch batch_{};
   std::vector<GenerationJob*> inBatch_;     // read by AbortCallback on the same thread
   std::vector<GenerationJob*> stalled_;
+  std::vector<GenerationJob*> chosen_;      // this step's batch, before it is laid out by sequence id
   size_t rotate_ = 0;                       // first generating job this step (fairness)
 };
 

@@ -143,14 +143,6 @@ void ContextCore::Step(std::vector<std::shared_ptr<GenerationJob>>& active) {
   batch_.n_tokens = 0;
   inBatch_.clear();
   const int32_t capacity = static_cast<int32_t>(batchSize_);
-  auto add = [&](llama_token token, llama_pos pos, int32_t seq, bool logits) {
-    int32_t i = batch_.n_tokens++;
-    batch_.token[i] = token;
-    batch_.pos[i] = pos;
-    batch_.n_seq_id[i] = 1;
-    batch_.seq_id[i][0] = seq;
-    batch_.logits[i] = logits ? 1 : 0;
-  };
   // First the next token of every generating sequence (each step, so none starves); when they
   // outnumber the batch, start one further every step, and leave a quarter of it to waiting
   // prompts so they join (llama-server's batch is always larger than its slots; ours may not be).
@@ -160,10 +152,13 @@ void ContextCore::Step(std::vector<std::shared_ptr<GenerationJob>>& active) {
   const int32_t genCapacity = promptsWaiting && capacity > 1 ? capacity - std::max(1, capacity / 4) : capacity;
   std::vector<GenerationJob*>& stalled = stalled_;
   stalled.clear();
+  std::vector<GenerationJob*>& chosen = chosen_;
+  chosen.clear();
+  int32_t used = 0;
   for (size_t k = 0; k < n; k++) {
     GenerationJob& job = *active[(rotate_ + k) % n];
     if (job.phase != GenerationJob::Phase::Generating || job.abortRequested.load()) continue;
-    if (batch_.n_tokens >= genCapacity || job.WindowFull()) {
+    if (used >= genCapacity || job.WindowFull()) {
       stalled.push_back(&job);
       continue;
     }
@@ -172,30 +167,50 @@ void ContextCore::Step(std::vector<std::shared_ptr<GenerationJob>>& active) {
       End(job, "context_full");
       continue;
     }
-    job.batchIndex = batch_.n_tokens;
     job.batchTokens = 1;
-    add(job.pending, static_cast<llama_pos>(cached.size()), job.seq, true);
-    inBatch_.push_back(&job);
+    chosen.push_back(&job);
+    used++;
   }
   rotate_++;
   // Then prompt chunks of the sequences that joined, oldest first, up to the batch size.
   for (auto& ptr : active) {
     GenerationJob& job = *ptr;
-    if (batch_.n_tokens >= capacity) break;
+    if (used >= capacity) break;
     if (job.phase != GenerationJob::Phase::Prompt || job.abortRequested.load()) continue;
-    const std::vector<llama_token>& prompt = job.params.prompt;
-    const size_t chunk = std::min<size_t>(static_cast<size_t>(capacity - batch_.n_tokens), prompt.size() - job.promptPos);
-    for (size_t i = 0; i < chunk; i++) {
-      size_t at = job.promptPos + i;
-      add(prompt[at], static_cast<llama_pos>(at), job.seq, at + 1 == prompt.size());
-    }
-    job.batchIndex = job.promptPos + chunk == prompt.size() ? batch_.n_tokens - 1 : -1;
-    job.batchTokens = static_cast<uint32_t>(chunk);
-    inBatch_.push_back(&job);
+    job.batchTokens = static_cast<uint32_t>(std::min<size_t>(static_cast<size_t>(capacity - used), job.params.prompt.size() - job.promptPos));
+    chosen.push_back(&job);
+    used += static_cast<int32_t>(job.batchTokens);
   }
-  if (batch_.n_tokens == 0) return;
+  if (chosen.empty()) return;
+  // Laid out by sequence id: with split KV (one stream per sequence) llama.cpp puts only
+  // consecutive increasing sequence ids into one ubatch (llama_batch_allocr::split_equal), so a
+  // rotated order ([1, 2, 3, 0]) costs a second graph compute every step.
+  std::sort(chosen.begin(), chosen.end(), [](const GenerationJob* a, const GenerationJob* b) { return a->seq < b->seq; });
+  for (GenerationJob* job : chosen) {
+    if (job->phase == GenerationJob::Phase::Generating) {
+      job->batchIndex = batch_.n_tokens;
+      Add(job->pending, static_cast<llama_pos>(slots_[static_cast<size_t>(job->seq)].tokens.size()), job->seq, true);
+    } else {
+      const std::vector<llama_token>& prompt = job->params.prompt;
+      for (uint32_t i = 0; i < job->batchTokens; i++) {
+        size_t at = job->promptPos + i;
+        Add(prompt[at], static_cast<llama_pos>(at), job->seq, at + 1 == prompt.size());
+      }
+      job->batchIndex = job->promptPos + job->batchTokens == prompt.size() ? batch_.n_tokens - 1 : -1;
+    }
+    inBatch_.push_back(job);
+  }
   for (GenerationJob* job : stalled) job->stats.stalledSteps++;
   Decode();
+}
+
+void ContextCore::Add(llama_token token, llama_pos pos, int32_t seq, bool logits) {
+  int32_t i = batch_.n_tokens++;
+  batch_.token[i] = token;
+  batch_.pos[i] = pos;
+  batch_.n_seq_id[i] = 1;
+  batch_.seq_id[i][0] = seq;
+  batch_.logits[i] = logits ? 1 : 0;
 }
 
 void ContextCore::Decode() {

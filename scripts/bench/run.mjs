@@ -7,7 +7,7 @@
 // rotate the order of the sides so drift (thermal, other load) hits all alike; cells report medians.
 //
 //   node scripts/bench/run.mjs [--json] [--runs N] [--models tiny,small] [--threads 1,2]
-//        [--tokens-tiny N] [--tokens-small N] [--no-grammar]
+//        [--tokens-tiny N] [--tokens-small N] [--no-grammar] [--variants free,json,json-ref,lazy]
 //        [--policies default,passive]   OMP_WAIT_POLICY per side: default = the environment as given
 //        [--peers]                      also the newest node-llama-cpp (installed in a temp folder)
 //        [--cpp-threadpool]             also the C++ loop on ggml's own thread pool (GGML_OPENMP=OFF)
@@ -76,6 +76,8 @@ for (const size of opts.models) {
     cells.push({ size, threads, variant: "json" }, { size, threads, variant: "json-ref" }, { size, threads, variant: "lazy" });
   }
 }
+// --variants: only these cells (a longer run of the cells an earlier one left within noise).
+if (opts.variants) cells.splice(0, cells.length, ...cells.filter((c) => opts.variants.includes(c.variant)));
 
 const started = Date.now();
 const loadBefore = loadavg()[0];
@@ -330,6 +332,7 @@ function parseArgs(args) {
     else if (a === "--tokens-tiny") o.tokensTiny = positive(value(), a);
     else if (a === "--tokens-small") o.tokensSmall = positive(value(), a);
     else if (a === "--no-grammar") o.grammar = false;
+    else if (a === "--variants") o.variants = value().split(",").map((v) => (v in { free: 1, json: 1, "json-ref": 1, lazy: 1 } ? v : fail(`--variants: unknown variant ${v} (free, json, json-ref, lazy)`)));
     else if (a === "--policies") o.policies = value().split(",").map((p) => (["default", "passive", "active"].includes(p) ? p : fail(`--policies: unknown policy ${p} (default, passive, active)`)));
     else if (a === "--peers") o.peers = true;
     else if (a === "--cpp-threadpool") o.cppThreadpool = true;
