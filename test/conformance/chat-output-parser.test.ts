@@ -2,8 +2,8 @@
  * `buildChatOutputParser` vs the reference's autoparser: for every template in
  * vendor/llama.cpp/models/templates that has no specialized handler (the autoparser path),
  * the reference's analysis (`chat.analyze`) is fed to our generator with the same request; the tree
- * must be the reference's own tree (from `chat.templates_apply`) node for node, and parse the same
- * outputs to the same messages. Outputs: the generation prompt's continuation with reasoning, content
+ * must be the reference's own tree (from `chat.templates_apply`) node for node (except DEVIATIONS,
+ * our deliberate differences), and parse the same outputs to the same messages. Outputs: the generation prompt's continuation with reasoning, content
  * and a tool call rendered in the template's own markers, cut at every byte.
  */
 import { readFileSync, readdirSync } from "node:fs";
@@ -113,6 +113,17 @@ interface Variant {
   withTools: boolean;
 }
 
+/**
+ * Where our tree differs from the reference's on purpose (docs/apply.md, "Differences from the
+ * reference"), by template and variant: the tree and grammar are not compared there (the entry
+ * must still be needed: identical trees fail), the parses are.
+ */
+const DEVIATIONS: Record<string, string> = {
+  "GigaChat3.1-10B-A1.8B.jinja|reasoning auto, tools auto, parallel": "parallel calls in one section: the comma between calls is optional (the template writes one per line)",
+  "MiniMax-M1.jinja|reasoning auto, tools auto, parallel": "parallel calls in one section: the comma between calls is optional (the template writes one per line)",
+  "MiniMax-M2.jinja|reasoning auto, tools auto, parallel": "parallel calls in one section: the comma between calls is optional (the template writes one per line)",
+};
+
 const VARIANTS: Variant[] = [
   { name: "reasoning auto, tools auto, parallel", reasoningFormat: "auto", toolChoice: "auto", parallel: true, withTools: true },
   { name: "reasoning none, tools required, single", reasoningFormat: "none", toolChoice: "required", parallel: false, withTools: true },
@@ -150,22 +161,27 @@ describe("chat output parser vs the reference autoparser", () => {
           supportsToolCalls: analysis.caps.supports_tool_calls,
           generationPrompt: applied.result.generation_prompt,
         });
-        // The same tree as the reference's (compared structurally: reachable nodes renumbered in
-        // depth-first order), hence the same GBNF too (node-id rule names renamed by first use).
-        expect(structuralArena(arena.toJSON()), `${file} (${v.name})`).toEqual(structuralArena(applied.result.parser));
-        totals.identicalArenas++;
-        // The sampling grammar from the same tree: text, laziness and triggers.
-        const g = buildChatGrammar(arena, format, {
-          tools: v.withTools ? TOOLS : [],
-          toolChoice: v.toolChoice,
-          parallelToolCalls: v.parallel,
-        });
-        expect({ grammar: canonicalGbnf(g.grammar), lazy: g.grammarLazy, triggers: g.grammarTriggers }, `${file} (${v.name}) grammar`).toEqual({
-          grammar: canonicalGbnf(applied.result.grammar),
-          lazy: applied.result.grammar_lazy,
-          triggers: applied.result.grammar_triggers,
-        });
-        totals.grammars++;
+        const deviation = DEVIATIONS[`${file}|${v.name}`];
+        if (deviation !== undefined) {
+          expect(structuralArena(arena.toJSON()), `${file} (${v.name}): listed as deviating (${deviation}) but identical`).not.toEqual(structuralArena(applied.result.parser));
+        } else {
+          // The same tree as the reference's (compared structurally: reachable nodes renumbered in
+          // depth-first order), hence the same GBNF too (node-id rule names renamed by first use).
+          expect(structuralArena(arena.toJSON()), `${file} (${v.name})`).toEqual(structuralArena(applied.result.parser));
+          totals.identicalArenas++;
+          // The sampling grammar from the same tree: text, laziness and triggers.
+          const g = buildChatGrammar(arena, format, {
+            tools: v.withTools ? TOOLS : [],
+            toolChoice: v.toolChoice,
+            parallelToolCalls: v.parallel,
+          });
+          expect({ grammar: canonicalGbnf(g.grammar), lazy: g.grammarLazy, triggers: g.grammarTriggers }, `${file} (${v.name}) grammar`).toEqual({
+            grammar: canonicalGbnf(applied.result.grammar),
+            lazy: applied.result.grammar_lazy,
+            triggers: applied.result.grammar_triggers,
+          });
+          totals.grammars++;
+        }
         const plan = chatPlan(arena, { generationPrompt: applied.result.generation_prompt });
         const params = { format: "peg-native", generation_prompt: applied.result.generation_prompt, parser_text: applied.result.parser_text };
         for (const text of sampleOutputs(format)) {
