@@ -13,7 +13,7 @@
 // interval (scripts/bench/stats.mjs): one 8k-token generation takes ~15 s, long enough for this
 // VM to drift by more than the 2% the 1-tool bound leaves.
 //
-//   node scripts/bench-triggers.mjs [--json] [--tokens N] [--runs N] [--reference-tokens N]
+//   node scripts/bench-triggers.mjs [--json] [--tokens N] [--runs N] [--reference-tokens N] [--plans "1 tool,..."]
 import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { loadavg } from "node:os";
 import { join } from "node:path";
@@ -40,7 +40,7 @@ function lazyPlan(applyChatTemplate, escapeRegex, template, nTools) {
 }
 
 async function main() {
-  const opts = parseArgs(process.argv.slice(2), { tokens: 8000, runs: 6, referenceTokens: 2048 });
+  const opts = parseArgs(process.argv.slice(2), { tokens: 8000, runs: 6, referenceTokens: 2048, plans: "" });
   const dist = join(root, "dist");
   for (const f of ["chat/apply/index.js", "llama/index.js", "test-model/index.js"]) {
     if (!existsSync(join(dist, f))) throw new Error(`dist/${f} is missing: run \`npm run build\` first`);
@@ -82,7 +82,10 @@ async function main() {
     if (at.length < tokens) log(`${name}: stopped after ${at.length} tokens`);
     return spans.map(([a, b]) => (at.length >= b ? ((b - a - 1) * 1000) / (at[b - 1] - at[a]) : NaN));
   };
-  const lazyNames = Object.keys(variants).filter((k) => k !== "no grammar");
+  // --plans "1 tool,gpt-oss": only the lazy variants whose name contains one of these (a longer run
+  // of a bound an earlier run left within noise).
+  const wanted = opts.plans ? String(opts.plans).split(",") : null;
+  const lazyNames = Object.keys(variants).filter((k) => k !== "no grammar" && (!wanted || wanted.some((w) => k.includes(w))));
   for (let run = 0; run < opts.runs; run++) {
     for (const [i, name] of lazyNames.entries()) {
       const seed = 100 + run;
@@ -99,6 +102,7 @@ async function main() {
   }
   const free = spans.map((_, k) => median(rates["no grammar"][k]));
   for (const [name, r] of Object.entries(rates)) {
+    if (name !== "no grammar" && !lazyNames.includes(name)) continue;
     report.generation.push({
       variant: name,
       spans: spans.map(([a, b], k) => ({
