@@ -120,17 +120,29 @@ describe("binding.gyp in the packed package", () => {
   describe("with an up-to-date build from source and no platform package", () => {
     let project = "";
     let pkg = "";
+    let loadError = "";
     beforeAll(() => {
       project = join(work, "from-source");
       // installed with scripts off, then given the copy a build from source leaves (the install
       // script's build copies its outputs to prebuilds/<platform>-<arch>/): this run's own build
       pkg = install(project, { main: mainTarball }, false);
+      loadError = spawnSync("node", ["--input-type=module", "-e", "import('llamapeg').then((m) => m.systemInfo())"], { cwd: project, env, encoding: "utf8", timeout: 60_000 }).stderr;
       const dest = join(pkg, "prebuilds", platformDir);
       mkdirSync(dest, { recursive: true });
       const release = join(packageRoot, "build", "Release");
       for (const f of readdirSync(release)) if (/\.(node|so|dylib|dll)$/.test(f)) copyFileSync(join(release, f), join(dest, f));
       writeFileSync(join(dest, "llamapeg-build.json"), JSON.stringify({ backends: process.platform === "darwin" ? "metal" : "cpu", variants: "OFF" }));
     }, 600_000);
+
+    it("installed with scripts off (pnpm 10, npm's allowScripts) and nothing built: the load error prints the one command that builds it", () => {
+      const command = `node "${join(pkg, "scripts", "build-native.mjs")}"`;
+      expect(loadError).toContain("ERR_NATIVE_LOAD");
+      expect(loadError).toContain(`or build from source: \`${command}\``);
+      // that command is the build (here: no compiler, so its one message)
+      const r = spawnSync("sh", ["-c", command], { cwd: project, env, encoding: "utf8", timeout: 60_000 });
+      expect(r.status).not.toBe(0);
+      expect(r.stderr).toMatch(/cannot build llamapeg from source for [a-z0-9-]+: cmake/);
+    });
 
     it("`node-gyp rebuild` compiles nothing and that build loads", () => {
       const r = gypRebuild(pkg);
