@@ -17,7 +17,10 @@ import { fileURLToPath } from "node:url";
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const args = process.argv.slice(2);
 const env = { ...process.env };
-if (args.includes("--full")) env.LLAMAPEG_FULL = "1";
+if (args.includes("--full")) {
+  env.LLAMAPEG_FULL = "1";
+  env.LLAMAPEG_FUZZ ??= "long"; // test/fuzz's own switch for its full size
+}
 const rest = args.filter((a) => a !== "--full");
 const vitest = join(root, "node_modules", "vitest", "vitest.mjs");
 const log = (message) => console.error(`[llamapeg test] ${message}`);
