@@ -20,6 +20,7 @@ const env = { ...process.env };
 if (args.includes("--full")) {
   env.LLAMAPEG_FULL = "1";
   env.LLAMAPEG_FUZZ ??= "long"; // test/fuzz's own switch for its full size
+  env.LLAMAPEG_APPLY_FULL_SWEEP ??= "1"; // conformance/apply: every prefix, not 24
 }
 const rest = args.filter((a) => a !== "--full");
 const vitest = join(root, "node_modules", "vitest", "vitest.mjs");
