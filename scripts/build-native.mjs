@@ -11,12 +11,20 @@
 //   --out DIR                                  build folder (default: build)
 //   --unless-prebuilt                          do nothing when a prebuilt binary for this platform is
 //                                              installed (npm install runs this; a git checkout builds)
+//   --gyp                                      what binding.gyp's action runs (`node-gyp rebuild`,
+//                                              @electron/rebuild, IDEs): nothing when a prebuilt or an
+//                                              up-to-date build is present, else a build from source
+//                                              in build-gyp/ (see "node-gyp" below)
+//
+// A build from source in an installed package (not a git checkout) also copies its outputs to
+// prebuilds/<platform>-<arch>/ (node-gyp-build looks there too; about 7 MB): `node-gyp rebuild`
+// starts by deleting build/, and the copy keeps that from costing a second compile.
 import { execFileSync, spawnSync } from "node:child_process";
 import { availableParallelism } from "node:os";
 import { delimiter, dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createRequire } from "node:module";
-import { existsSync, readFileSync, statSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const require = createRequire(import.meta.url);
@@ -27,17 +35,36 @@ const option = (name, fallback) => {
   return i >= 0 && i + 1 < args.length ? args[i + 1] : fallback;
 };
 const target = option("--target", "llamapeg");
-const out = resolve(root, option("--out", "build"));
+const out = resolve(root, option("--out", args.includes("--gyp") ? "build-gyp" : "build"));
 const log = (message) => console.error(`[llamapeg build] ${message}`);
+const gyp = args.includes("--gyp");
+const checkout = existsSync(join(root, ".git"));
+const backendsWanted = () => (process.env.LLAMAPEG_BUILD_BACKENDS || (process.platform === "darwin" ? "metal" : "cpu")).replace(/,/g, ";");
+const variantsWanted = () => (/^(1|on|true|yes)$/i.test(process.env.LLAMAPEG_CPU_VARIANTS ?? "") ? "ON" : "OFF");
 
 // A git checkout is where llamapeg itself is developed: always build there (incrementally).
-if (args.includes("--unless-prebuilt") && !existsSync(join(root, ".git"))) {
+if (args.includes("--unless-prebuilt") && !checkout) {
   const found = prebuilt();
   if (found) {
     log(`using ${found}; nothing to build`);
     process.exit(0);
   }
   log(`no prebuilt binary for ${platformKey()} is installed: building from source`);
+}
+
+// node-gyp: binding.gyp's one target runs this, so every tool that drives node-gyp (npm's gyp
+// path, @electron/rebuild, IDEs) takes the same rule as the install script and never compiles
+// llama.cpp a second way. node-gyp owns build/ meanwhile (its Makefile and config.gypi; `rebuild`
+// deletes the folder first), so a build from source happens in build-gyp/ (kept, so the next one is
+// incremental) and its outputs are copied to prebuilds/<platform>-<arch>/, where the loader and the
+// next `node-gyp rebuild` find them.
+if (gyp) {
+  const found = prebuilt() ?? upToDate(join(root, "build", "Release"));
+  if (found) {
+    log(`using ${found}; nothing to build`);
+    process.exit(0);
+  }
+  log(`node-gyp: no prebuilt or up-to-date build for ${platformKey()}: building from source`);
 }
 
 const missing = missingTools();
@@ -52,6 +79,10 @@ execFileSync(process.execPath, [join(root, "scripts", "vendor-llama.mjs")], { st
 // cmake-js downloads Node's headers unless told where they are. Node installs ship them next to
 // the binary (<prefix>/include/node), so point it there and build offline.
 const env = { ...process.env };
+// Node-API: one binary serves Node and Electron, so Node's own headers are the right ones even when
+// @electron/rebuild drives the build (its runtime/target settings would make cmake-js download
+// Electron's headers).
+if (gyp) for (const k of ["npm_config_runtime", "npm_config_target", "npm_config_disturl", "npm_config_dist_url"]) delete env[k];
 if (!env.npm_config_nodedir) {
   const prefix = resolve(dirname(process.execPath), "..");
   if (existsSync(join(prefix, "include", "node", "node_api.h"))) env.npm_config_nodedir = prefix;
@@ -60,8 +91,8 @@ if (!env.npm_config_nodedir) {
 const cmakeJs = join(dirname(require.resolve("cmake-js/package.json")), "bin", "cmake-js");
 const jobs = process.env.LLAMAPEG_JOBS ?? String(availableParallelism());
 // never empty: cmake-js drops an empty -D, and the cached list of an earlier build would stay
-const backends = (process.env.LLAMAPEG_BUILD_BACKENDS || (process.platform === "darwin" ? "metal" : "cpu")).replace(/,/g, ";");
-const variants = /^(1|on|true|yes)$/i.test(process.env.LLAMAPEG_CPU_VARIANTS ?? "") ? "ON" : "OFF";
+const backends = backendsWanted();
+const variants = variantsWanted();
 const cmdArgs = ["build", "--directory", root, "--out", out, "--target", target, "--parallel", jobs,
   `--CDLLAMAPEG_BACKENDS=${backends}`, `--CDLLAMAPEG_CPU_VARIANTS=${variants}`];
 if (process.env.LLAMAPEG_DEBUG) cmdArgs.push("--debug");
@@ -85,6 +116,7 @@ try {
   log("needs: cmake >= 3.19, a C++17 compiler, git; retry with `npm run build:native` (in the package folder)");
   process.exit(1);
 }
+if (target === "llamapeg" && (gyp || (args.includes("--unless-prebuilt") && !checkout))) stage(join(out, "Release"));
 
 // ---------------------------------------------------------------------------------------------
 
@@ -117,8 +149,57 @@ function prebuilt() {
   } catch {
     // not installed
   }
-  const dir = join(root, "prebuilds", `${process.platform}-${process.arch}`);
-  return existsSync(join(dir, "llamapeg.node")) ? dir : undefined;
+  return upToDate(join(root, "prebuilds", `${process.platform}-${process.arch}`));
+}
+
+/** The inputs of a build from source; a binary older than one of them is out of date. */
+function newestSource() {
+  let newest = 0;
+  const visit = (path) => {
+    let st;
+    try {
+      st = statSync(path);
+    } catch {
+      return;
+    }
+    if (st.isDirectory()) for (const name of readdirSync(path)) visit(join(path, name));
+    else newest = Math.max(newest, st.mtimeMs);
+  };
+  for (const p of ["native", "cmake", "CMakeLists.txt", join("vendor", "llama.cpp.json")]) visit(join(root, p));
+  return newest;
+}
+
+/**
+ * `dir` when it holds a llamapeg.node newer than the sources, built with the backends and CPU
+ * variants asked for now (a staged copy records them in llamapeg-build.json; a build folder's
+ * CMake cache says them); else undefined.
+ */
+function upToDate(dir) {
+  const node = join(dir, "llamapeg.node");
+  if (!existsSync(node) || statSync(node).mtimeMs < newestSource()) return undefined;
+  let built;
+  try {
+    built = JSON.parse(readFileSync(join(dir, "llamapeg-build.json"), "utf8"));
+  } catch {
+    const cache = cacheValues(join(dir, "..", "CMakeCache.txt"));
+    if (cache) built = { backends: cache.LLAMAPEG_BACKENDS, variants: cache.LLAMAPEG_CPU_VARIANTS };
+  }
+  if (!built) return undefined;
+  const norm = (v) => (v ?? "").toLowerCase().split(";").filter((x) => x && x !== "cpu").sort().join(";");
+  const same = norm(built.backends) === norm(backendsWanted()) && (built.variants ?? "OFF").toUpperCase() === variantsWanted();
+  return same ? dir : undefined;
+}
+
+/** Copies a build's loadable files (addon, ggml libraries, backend modules) to prebuilds/<platform>-<arch>/. */
+function stage(release) {
+  const dest = join(root, "prebuilds", `${process.platform}-${process.arch}`);
+  rmSync(dest, { recursive: true, force: true });
+  mkdirSync(dest, { recursive: true });
+  for (const name of readdirSync(release)) {
+    if (/\.(node|so|dylib|dll)$|\.so\.\d/.test(name) && statSync(join(release, name)).isFile()) copyFileSync(join(release, name), join(dest, name));
+  }
+  writeFileSync(join(dest, "llamapeg-build.json"), `${JSON.stringify({ backends: backendsWanted(), variants: variantsWanted() })}\n`);
+  log(`copied the build to ${dest}`);
 }
 
 function onPath(name) {

@@ -361,7 +361,9 @@ function addonError(tried: string[], overridden: boolean, cause: unknown): Llama
     ? ["LLAMAPEG_NATIVE_PATH points at a llamapeg.node that does not load; unset it, or point it at a build folder"]
     : [
         `install the prebuilt binaries for ${key}: \`npm install @llamapeg/${key}\` (optional dependencies must not be omitted: no --omit=optional / --no-optional)`,
-        "or build from source: `npm rebuild llamapeg` (needs cmake >= 3.19, a C++17 compiler and git)",
+        // one command that works whatever the package manager's script policy (npm 11 allowScripts,
+        // pnpm 10 skips dependencies' install scripts): run the build script itself
+        `or build from source: \`node "${join(packageRoot, "scripts", "build-native.mjs")}"\` (needs cmake >= 3.19, a C++17 compiler and git; \`npm rebuild llamapeg\` runs the same where install scripts are allowed)`,
       ];
   return new LlamapegError(
     "ERR_NATIVE_LOAD",

@@ -8,6 +8,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { renderChatTemplate } from "../../lib/chat/template/index.js";
+import { sized } from "../support/full.js";
 import { getHarness, type Harness } from "../support/harness.js";
 
 process.env.TZ = "UTC";
@@ -15,7 +16,7 @@ process.env.TZ = "UTC";
 const ROOT = path.resolve(import.meta.dirname, "../..");
 const TEMPLATES = path.join(ROOT, "vendor/llama.cpp/models/templates");
 const NOW = "2026-01-31T12:00:00Z";
-const N_TOOLS = 80;
+const N_TOOLS = sized(24, 80); // LLAMAPEG_FULL=1: 80
 
 const templates = fs
   .readdirSync(TEMPLATES)

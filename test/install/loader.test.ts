@@ -85,7 +85,7 @@ describe("the loader", () => {
     expect(forced.ok, forced.message).toBe(true);
     expect(forced.tokens).toHaveLength(8);
     expect(forced.tokens).toEqual(auto.tokens);
-  });
+  }, 300_000); // two probe processes, each allowed 120 s (spawnSync blocks past vitest's 60 s default on a loaded machine)
 
   it("LLAMAPEG_BACKEND forces one: cpu loads no GPU module, a missing one fails with what it tried", () => {
     const cpu = run({ LLAMAPEG_BACKEND: "cpu" });
