@@ -111,10 +111,7 @@ NativeError PrecheckFile(const LoadParams& p, gguf_context** out) {
 // llama.cpp's progress callback return false, which cancels the load between tensors.
 class LoadTask : public Task {
  public:
-  LoadTask(LoadParams params, Napi::Env env, Napi::Function onProgress) : params_(std::move(params)) {
-    if (!onProgress.IsEmpty()) onProgress_ = Napi::Persistent(onProgress);
-    (void)env;
-  }
+  explicit LoadTask(LoadParams params) : params_(std::move(params)) {}
 
   void Execute() override {
     try {
@@ -185,17 +182,15 @@ class LoadTask : public Task {
     }
   }
 
-  void OnProgress(Napi::Env env) override {
-    if (onProgress_.IsEmpty()) return;
+  void OnProgress(Napi::Env env, Napi::Function callback) override {
     try {
-      onProgress_.Call({Napi::Number::New(env, progress_.load())});
+      callback.Call({Napi::Number::New(env, progress_.load())});
     } catch (...) {
       // A throwing progress callback does not stop the load.
     }
   }
 
   void Settle(Napi::Env env, Napi::Promise::Deferred& deferred) override {
-    onProgress_.Reset();
     if (!error_.ok()) {
       deferred.Reject(MakeError(env, error_.code, error_.message).Value());
       return;
@@ -205,7 +200,6 @@ class LoadTask : public Task {
 
  private:
   LoadParams params_;
-  Napi::FunctionReference onProgress_;
   std::atomic<float> progress_{0};
   NativeError error_;
   std::shared_ptr<ModelCore> core_;
@@ -281,7 +275,7 @@ Napi::Value LoadModel(const Napi::CallbackInfo& info) {
     }
     Napi::Function onProgress;
     if (info.Length() > 2 && info[2].IsFunction()) onProgress = info[2].As<Napi::Function>();
-    return Task::Start(env, std::make_shared<LoadTask>(std::move(p), env, onProgress), "llamapeg.loadModel");
+    return Task::Start(env, std::make_shared<LoadTask>(std::move(p)), "llamapeg.loadModel", onProgress);
   });
 }
 

@@ -17,14 +17,14 @@ struct Task::Holder {
   bool settled = false;
 };
 
-void Task::CallJs(Napi::Env env, Napi::Function, Holder* holder, int* kind) {
+void Task::CallJs(Napi::Env env, Napi::Function fn, Holder* holder, int* kind) {
   // env is null when the function is torn down with the environment: nothing to call.
   if (env == nullptr || holder == nullptr || kind == nullptr) return;
   try {
     Napi::HandleScope scope(env);
     if (kind == &kProgress) {
       holder->task->progressPending_.store(false);
-      if (!holder->settled) holder->task->OnProgress(env);
+      if (!holder->settled && !fn.IsEmpty()) holder->task->OnProgress(env, fn);
       return;
     }
     if (holder->settled) return;
@@ -41,17 +41,23 @@ void Task::CallJs(Napi::Env env, Napi::Function, Holder* holder, int* kind) {
   }
 }
 
-Napi::Promise Task::Start(Napi::Env env, const std::shared_ptr<Task>& task, const char* name) {
+Napi::Promise Task::Start(Napi::Env env, const std::shared_ptr<Task>& task, const char* name, Napi::Function onProgress) {
   auto* holder = new Holder{task, Napi::Promise::Deferred::New(env)};
   Napi::Promise promise = holder->deferred.Promise();
+  // JS thread, when the function goes (after the result, or at environment teardown).
+  auto finalize = [](Napi::Env, void*, Holder* h) {
+    {
+      std::lock_guard<std::mutex> lock(h->task->tsfnMu_);
+      h->task->tsfnGone_ = true;
+    }
+    delete h;
+  };
   try {
-    task->tsfn_ = Tsfn::New(env, name, 0, 1, holder, [](Napi::Env, void*, Holder* h) {
-      {
-        std::lock_guard<std::mutex> lock(h->task->tsfnMu_);
-        h->task->tsfnGone_ = true;
-      }
-      delete h;
-    });
+    if (onProgress.IsEmpty()) {
+      task->tsfn_ = Tsfn::New(env, name, 0, 1, holder, finalize);
+    } else {
+      task->tsfn_ = Tsfn::New(env, onProgress, name, 0, 1, holder, finalize, static_cast<void*>(nullptr));
+    }
   } catch (...) {
     delete holder;
     throw;
