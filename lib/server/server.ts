@@ -9,11 +9,15 @@ import type { AddressInfo } from "node:net";
 import { LlamapegError, ArgumentRangeError } from "../errors.js";
 import { completionTarget } from "../openai/index.js";
 import { bearerCheck } from "./auth.js";
+import { anthropicKey } from "./anthropic-key.js";
 import { chatCompletions } from "./chat-route.js";
 import { HttpError } from "./http-error.js";
+import { messages } from "./messages-route.js";
 import { getModel, listModels, modelEntry } from "./models-route.js";
 import { resolveServerOptions, type ServerOptions } from "./options.js";
 import { sendError, sendJson } from "./respond.js";
+import { responses } from "./responses-route.js";
+import { ResponseStore } from "../openai/responses/index.js";
 import { SlotPool } from "./slots.js";
 import type { CompletionTarget } from "./target.js";
 
@@ -34,6 +38,8 @@ interface Route {
   /** Without authentication (health checks from a load balancer). */
   public?: boolean;
   handler: Handler;
+  /** Where the route's clients put the API key, as a request whose Authorization header holds it. */
+  credentials?: (req: IncomingMessage) => IncomingMessage;
 }
 
 export async function startServer(targets: CompletionTarget | readonly CompletionTarget[], options?: ServerOptions): Promise<LlamapegServer> {
@@ -45,9 +51,13 @@ export async function startServer(targets: CompletionTarget | readonly Completio
   const pool = new SlotPool(slots, o.maxQueue);
   const shutdown = new AbortController();
   const authorize = bearerCheck(o.apiKey);
+  const routeContext = { pool, bodyLimit: o.bodyLimit, modelId, shutdown: shutdown.signal };
+  const store = new ResponseStore();
 
   const routes: Route[] = [
     { method: "POST", path: /^\/(?:v1\/)?chat\/completions$/, handler: (req, res) => chatCompletions(req, res, { pool, bodyLimit: o.bodyLimit, modelId, shutdown: shutdown.signal }) },
+    { method: "POST", path: /^\/(?:v1\/)?responses$/, handler: (req, res) => responses(req, res, { ...routeContext, store }) },
+    { method: "POST", path: /^\/(?:v1\/)?messages$/, handler: (req, res) => messages(req, res, routeContext), credentials: anthropicKey },
     { method: "GET", path: /^\/(?:v1\/)?models$/, handler: (_req, res) => listModels(res, entry) },
     { method: "GET", path: /^\/(?:v1\/)?models\/(.+)$/, handler: (_req, res, m) => getModel(res, entry, decodeURIComponent(m[1]!)) },
     {
@@ -70,7 +80,7 @@ export async function startServer(targets: CompletionTarget | readonly Completio
       const allow = [...new Set(matching.map((x) => x.r.method))].join(", ");
       throw new HttpError(405, "invalid_request_error", `${req.method} is not allowed on ${path} (allowed: ${allow})`, { code: "method_not_allowed", headers: { allow } });
     }
-    if (!hit.r.public) authorize(req);
+    if (!hit.r.public) authorize(hit.r.credentials?.(req) ?? req);
     return hit.r.handler(req, res, hit.m!);
   }
 
