@@ -8,29 +8,35 @@ import { completionTarget, type CompletionTarget, type CompletionTargetLike, typ
 
 export interface GenerationTap {
   onPiece?(item: GeneratedToken): void;
-  /** Once per generation: its stats, or null when it failed. */
+  /** Once per generation, when its consumer reads the result: its stats, or null when it failed. */
   onEnd?(stats: GenerationStats | null): void;
 }
 
 class TappedGeneration implements TargetGeneration {
   readonly #inner: TargetGeneration;
   readonly #tap: GenerationTap;
+  #ended = false;
 
   constructor(inner: TargetGeneration, tap: GenerationTap) {
     this.#inner = inner;
     this.#tap = tap;
-    inner.result().then(
-      (r) => tap.onEnd?.(r.stats),
-      () => tap.onEnd?.(null),
-    );
   }
 
   abort(): void {
     this.#inner.abort();
   }
 
+  /** The stats reach the tap when the consumer reads them (a generation refuses result() while it is iterated). */
   result(): Promise<{ stats: GenerationStats }> {
-    return this.#inner.result();
+    const p = this.#inner.result();
+    if (!this.#ended) {
+      this.#ended = true;
+      p.then(
+        (r) => this.#tap.onEnd?.(r.stats),
+        () => this.#tap.onEnd?.(null),
+      );
+    }
+    return p;
   }
 
   [Symbol.asyncIterator](): AsyncIterator<GeneratedToken> {
