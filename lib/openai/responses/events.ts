@@ -64,7 +64,7 @@ export class ResponseEmitter {
       const u = completion.usage;
       r.usage = {
         input_tokens: u.prompt_tokens,
-        input_tokens_details: { cached_tokens: u.prompt_tokens_details?.cached_tokens ?? 0 },
+        input_tokens_details: { cached_tokens: u.prompt_tokens_details?.cached_tokens ?? 0, cache_write_tokens: 0 },
         output_tokens: u.completion_tokens,
         // Not counted per kind yet: the generation reports one total (see docs/server.md).
         output_tokens_details: { reasoning_tokens: 0 },
