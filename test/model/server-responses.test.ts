@@ -12,7 +12,9 @@ import { packageRoot } from "../../lib/native/binding.js";
 import { createChatCompletion } from "../../lib/openai/index.js";
 import { startServer, type LlamapegServer } from "../../lib/server/index.js";
 import { ensureTestModel } from "../../lib/test-model/index.js";
-import { raw } from "./server-helpers.js";
+import { request as httpRequest } from "node:http";
+
+import { poll, raw } from "./server-helpers.js";
 
 const KEY = "sk-responses";
 let model: Model;
@@ -142,6 +144,34 @@ describe("POST /v1/responses", () => {
     // ignored by design: accepted
     const ok = await client().responses.create({ model: "tiny", input: "hi", max_output_tokens: 1, user: "u", prompt_cache_key: "k", truncation: "disabled", include: [] });
     expect(ok.object).toBe("response");
+  });
+
+  it("a client that disconnects mid-stream (Responses and Messages) aborts its generation and frees its slot", async () => {
+    const cut = (path: string, body: unknown) =>
+      new Promise<number>((resolve, reject) => {
+        const req = httpRequest(`${server.url}${path}`, { method: "POST", headers: { authorization: `Bearer ${KEY}`, "content-type": "application/json" } }, (res) => {
+          let events = 0;
+          res.on("data", (d: Buffer) => {
+            events += d.toString().split("\n\n").length - 1;
+            if (events >= 6) {
+              req.destroy();
+              resolve(events);
+            }
+          });
+          res.on("error", () => undefined);
+        });
+        req.on("error", (e) => (e.message.includes("socket hang up") ? undefined : reject(e)));
+        req.end(JSON.stringify(body));
+      });
+    for (const [path, body] of [
+      ["/v1/responses", { input: "Tell me a long story", max_output_tokens: 3000, stream: true }],
+      ["/v1/messages", { messages: [{ role: "user", content: "Tell me a long story" }], max_tokens: 3000, stream: true }],
+    ] as const) {
+      expect(await cut(path, body)).toBeGreaterThanOrEqual(6);
+      expect(await poll(() => slots.every((s) => !s.busy), 10_000)).toBe(true);
+      // far fewer than the 3000 tokens asked for went into the KV cache
+      expect(Math.max(...slots.map((s) => s.tokens.length))).toBeLessThan(1500);
+    }
   });
 
   it("the API-key rule: no key is a 401", async () => {
