@@ -12,7 +12,7 @@ import { progressBar } from "./progress.js";
 import { styleFor } from "./style.js";
 import { UsageError } from "./usage-error.js";
 
-export const SERVE_SUMMARY = "an OpenAI-compatible HTTP server (POST /v1/chat/completions, GET /v1/models, GET /health)";
+export const SERVE_SUMMARY = "an OpenAI-compatible HTTP server (chat completions, responses, Anthropic messages, completions, tokenize, metrics)";
 
 export const SERVE_USAGE = `llamapeg serve [options]
   --model PATH              a GGUF model (default: the tiny random-weight test model, created on first use)

@@ -9,11 +9,18 @@ import type { AddressInfo } from "node:net";
 import { LlamapegError, ArgumentRangeError } from "../errors.js";
 import { completionTarget } from "../openai/index.js";
 import { bearerCheck } from "./auth.js";
+import { anthropicKey } from "./anthropic-key.js";
 import { chatCompletions } from "./chat-route.js";
 import { HttpError } from "./http-error.js";
+import { messages } from "./messages-route.js";
 import { getModel, listModels, modelEntry } from "./models-route.js";
 import { resolveServerOptions, type ServerOptions } from "./options.js";
 import { sendError, sendJson } from "./respond.js";
+import { completions } from "./completions-route.js";
+import { ServerMetrics, sendMetrics } from "./metrics.js";
+import { responses } from "./responses-route.js";
+import { detokenize, localModel, tokenize } from "./tokenize-route.js";
+import { ResponseStore } from "../openai/responses/index.js";
 import { SlotPool } from "./slots.js";
 import type { CompletionTarget } from "./target.js";
 
@@ -34,20 +41,34 @@ interface Route {
   /** Without authentication (health checks from a load balancer). */
   public?: boolean;
   handler: Handler;
+  /** Where the route's clients put the API key, as a request whose Authorization header holds it. */
+  credentials?: (req: IncomingMessage) => IncomingMessage;
 }
 
 export async function startServer(targets: CompletionTarget | readonly CompletionTarget[], options?: ServerOptions): Promise<LlamapegServer> {
   const o = resolveServerOptions(options);
-  const slots = Array.isArray(targets) ? [...(targets as readonly CompletionTarget[])] : [targets as CompletionTarget];
-  if (slots.length === 0) throw new ArgumentRangeError("startServer needs at least one completion target");
+  const given = Array.isArray(targets) ? [...(targets as readonly CompletionTarget[])] : [targets as CompletionTarget];
+  if (given.length === 0) throw new ArgumentRangeError("startServer needs at least one completion target");
+  // Every slot's generations are counted for /metrics.
+  const metrics = new ServerMetrics();
+  const slots: CompletionTarget[] = given.map((t) => metrics.tap(t));
+  const model = localModel(given[0]);
   const modelId = o.modelId ?? (await completionTarget(slots[0]!).chatInfo()).name.replace(/\.gguf$/i, "");
   const entry = modelEntry(modelId, Math.floor(Date.now() / 1000));
   const pool = new SlotPool(slots, o.maxQueue);
   const shutdown = new AbortController();
   const authorize = bearerCheck(o.apiKey);
+  const routeContext = { pool, bodyLimit: o.bodyLimit, modelId, shutdown: shutdown.signal };
+  const store = new ResponseStore();
 
   const routes: Route[] = [
     { method: "POST", path: /^\/(?:v1\/)?chat\/completions$/, handler: (req, res) => chatCompletions(req, res, { pool, bodyLimit: o.bodyLimit, modelId, shutdown: shutdown.signal }) },
+    { method: "POST", path: /^\/(?:v1\/)?responses$/, handler: (req, res) => responses(req, res, { ...routeContext, store }) },
+    { method: "POST", path: /^\/(?:v1\/)?messages$/, handler: (req, res) => messages(req, res, routeContext), credentials: anthropicKey },
+    { method: "POST", path: /^\/(?:v1\/)?completions$/, handler: (req, res) => completions(req, res, routeContext) },
+    { method: "POST", path: /^\/tokenize$/, handler: (req, res) => tokenize(req, res, routeContext, model) },
+    { method: "POST", path: /^\/detokenize$/, handler: (req, res) => detokenize(req, res, routeContext, model) },
+    { method: "GET", path: /^\/metrics$/, handler: (_req, res) => sendMetrics(res, metrics.render(pool)) },
     { method: "GET", path: /^\/(?:v1\/)?models$/, handler: (_req, res) => listModels(res, entry) },
     { method: "GET", path: /^\/(?:v1\/)?models\/(.+)$/, handler: (_req, res, m) => getModel(res, entry, decodeURIComponent(m[1]!)) },
     {
@@ -61,6 +82,13 @@ export async function startServer(targets: CompletionTarget | readonly Completio
     },
   ];
 
+  /** The route's pattern as a label (raw paths would make one series per model id or typo). */
+  function routeName(req: IncomingMessage): string {
+    const path = new URL(req.url ?? "/", "http://localhost").pathname.replace(/\/+$/, "") || "/";
+    const r = routes.find((x) => x.path.test(path));
+    return r === undefined ? "unknown" : r.path.source.replace(/^\^|\$$/g, "").replace(/\\\//g, "/").replace("(?:v1/)?", "v1/").replace("(.+)", "{id}");
+  }
+
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<number> {
     const path = new URL(req.url ?? "/", "http://localhost").pathname.replace(/\/+$/, "") || "/";
     const matching = routes.map((r) => ({ r, m: r.path.exec(path) })).filter((x) => x.m !== null);
@@ -70,7 +98,7 @@ export async function startServer(targets: CompletionTarget | readonly Completio
       const allow = [...new Set(matching.map((x) => x.r.method))].join(", ");
       throw new HttpError(405, "invalid_request_error", `${req.method} is not allowed on ${path} (allowed: ${allow})`, { code: "method_not_allowed", headers: { allow } });
     }
-    if (!hit.r.public) authorize(req);
+    if (!hit.r.public) authorize(hit.r.credentials?.(req) ?? req);
     return hit.r.handler(req, res, hit.m!);
   }
 
@@ -78,6 +106,10 @@ export async function startServer(targets: CompletionTarget | readonly Completio
     const t0 = performance.now();
     void handle(req, res)
       .catch((e: unknown) => sendError(res, e))
+      .then((status) => {
+        metrics.request(routeName(req), status);
+        return status;
+      })
       .then((status) => o.log?.(`${req.method} ${req.url} ${status} ${(performance.now() - t0).toFixed(0)}ms`));
   });
   server.on("clientError", (_err, socket) => {

@@ -33,6 +33,16 @@ export class SseWriter {
     return this.#write(sseData(value));
   }
 
+  /** A named event (`event: <name>` before the data), as the Responses and Messages APIs send them. */
+  async named(name: string, value: unknown): Promise<boolean> {
+    return this.#write(`event: ${name}\n${sseData(value)}`);
+  }
+
+  /** Ends the stream without `[DONE]` (the Responses and Messages APIs end with their own last event). */
+  end(): void {
+    this.#res.end();
+  }
+
   async done(): Promise<void> {
     await this.#write(SSE_DONE);
     this.#res.end();

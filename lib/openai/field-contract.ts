@@ -1,0 +1,35 @@
+/**
+ * A request-field contract as data, for the endpoints beside Chat Completions (Responses, Messages,
+ * Completions): every field is honoured, accepted and ignored by design, or refused with a 400
+ * naming it, and an unknown field is refused too. The same rule kinds as request-fields.ts.
+ */
+import { invalidRequest } from "./errors.js";
+
+export type FieldRule =
+  /** Read by the endpoint's mapping. */
+  | { kind: "honoured" }
+  /** Accepted, no effect by design. */
+  | { kind: "ignored"; why: string }
+  /** Refused unless the value asks for nothing (the default). */
+  | { kind: "unsupported"; why: string; neutral?: (v: unknown) => boolean };
+
+export const honoured: FieldRule = { kind: "honoured" };
+export const ignored = (why: string): FieldRule => ({ kind: "ignored", why });
+export const unsupported = (why: string, neutral?: (v: unknown) => boolean): FieldRule => ({ kind: "unsupported", why, ...(neutral ? { neutral } : {}) });
+
+/** Refuses unknown fields and fields that cannot be honoured (null is absent). `api` names the API in the message. */
+export function checkFields(table: Readonly<Record<string, FieldRule>>, r: Record<string, unknown>, api: string): void {
+  for (const [key, value] of Object.entries(r)) {
+    if (value === undefined || value === null) continue;
+    const rule = table[key];
+    if (rule === undefined) invalidRequest(key, `unknown field (not a field of the ${api} API, nor a llama.cpp or llamapeg extension)`);
+    if (rule.kind === "unsupported" && !(rule.neutral?.(value) ?? false)) invalidRequest(key, `not supported: ${rule.why}`);
+  }
+}
+
+export function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+/** The sampling extensions every endpoint passes through to Chat Completions as they are. */
+export const SAMPLING_EXTENSIONS = ["top_k", "min_p", "repeat_penalty", "seed", "frequency_penalty", "presence_penalty", "chat_template", "chat_template_kwargs"] as const;
