@@ -7,6 +7,7 @@
  */
 import { LlamapegError } from "../errors.js";
 import { checkGbnf } from "../gbnf/check.js";
+import { checkSchemaDepth } from "./depth.js";
 import { Emitter } from "./emit.js";
 import { resolveRefs, type RefTable } from "./refs.js";
 import { Reporter, type SchemaWarning, type UnsupportedMode } from "./report.js";
@@ -21,7 +22,15 @@ export interface GrammarBuilder {
   resolveRefs(schema: unknown): void;
 }
 
+/**
+ * `"default"`: the compiler that covers what the best engines cover (docs/json-schema.md, "Default
+ * mode"); `"reference"`: llama.cpp's `json_schema_to_grammar` text byte for byte.
+ */
+export type SchemaMode = "default" | "reference";
+
 export interface GrammarOptions {
+  /** Which compiler (default `"default"`; `"reference"` for llama.cpp's exact grammar). */
+  schemaMode?: SchemaMode;
   /** `.` in patterns matches line breaks too. */
   dotall?: boolean;
   /** What to do with a keyword the compiler cannot honour: throw (default) or leave it out with a warning. */
@@ -36,14 +45,20 @@ export interface GrammarOptions {
  * `space` rule always present.
  */
 export function buildGrammar(cb: (b: GrammarBuilder) => void, options: GrammarOptions = {}): string {
-  const rules = new RuleSet();
+  const rules = new RuleSet(options.schemaMode === "reference");
   const refs: RefTable = new Map();
   const report = new Reporter(options.unsupported ?? "error");
   const emitter = new Emitter(rules, refs, report, options.dotall ?? false);
   const builder: GrammarBuilder = {
     addRule: (name, body) => rules.add(name, body),
-    addSchema: (name, schema) => emitter.addSchema(name === "root" ? "" : name, schema),
-    resolveRefs: (schema) => resolveRefs(schema, refs, report),
+    addSchema: (name, schema) => {
+      checkSchemaDepth(schema, "#");
+      return emitter.addSchema(name === "root" ? "" : name, schema);
+    },
+    resolveRefs: (schema) => {
+      checkSchemaDepth(schema, "#");
+      resolveRefs(schema, refs, report);
+    },
   };
   try {
     cb(builder);
@@ -54,6 +69,8 @@ export function buildGrammar(cb: (b: GrammarBuilder) => void, options: GrammarOp
 }
 
 export interface CompileOptions {
+  /** Which compiler (default `"default"`; `"reference"` for llama.cpp's exact grammar). */
+  schemaMode?: SchemaMode;
   dotall?: boolean;
   unsupported?: UnsupportedMode;
 }

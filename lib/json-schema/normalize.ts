@@ -32,7 +32,14 @@ export type SchemaNode =
   | { kind: "integer-range"; min: bigint | null; max: bigint | null }
   | { kind: "any-object" }
   | { kind: "any-value" }
-  | { kind: "primitive"; type: Exclude<JsonType, "object"> };
+  | { kind: "primitive"; type: Exclude<JsonType, "object"> }
+  // default mode only (normalize-default.ts)
+  /** Items by position, then `rest` for the others (null: no others), `min`..`max` in all. */
+  | { kind: "items"; prefix: SchemaNode[]; rest: SchemaNode | null; min: number; max: number }
+  /** A string matching an ECMA-262 pattern (and lengths), written over its JSON text. */
+  | { kind: "regex"; pattern: string; where: string; minLength: number; maxLength: number }
+  /** A number between bounds (integral bounds; null: none). */
+  | { kind: "number-range"; min: bigint | null; minExclusive: boolean; max: bigint | null; maxExclusive: boolean };
 
 export interface Property {
   readonly name: string;
@@ -56,8 +63,8 @@ export class Normalizer {
   private depth = 0;
 
   constructor(
-    private readonly refs: RefTable,
-    private readonly report: Reporter,
+    protected readonly refs: RefTable,
+    protected readonly report: Reporter,
   ) {}
 
   normalize(schema: unknown, where: string): SchemaNode {
@@ -70,7 +77,7 @@ export class Normalizer {
     }
   }
 
-  private node(schema: unknown, where: string): SchemaNode {
+  protected node(schema: unknown, where: string): SchemaNode {
     if (schema === null) return { kind: "any-object" }; // what the reference makes of an unresolved ref
     if (typeof schema === "boolean") {
       this.report.unsupported("boolean schema", `a boolean schema (${schema}) is not supported here; use {} or a typed schema`, where);
@@ -148,7 +155,7 @@ export class Normalizer {
   }
 
   /** Report each assertion keyword of `schema` that the chosen translation leaves out. */
-  private leftovers(schema: Json, where: string, consumed: readonly string[], produced: ReadonlySet<JsonType> | "all", context: string): void {
+  protected leftovers(schema: Json, where: string, consumed: readonly string[], produced: ReadonlySet<JsonType> | "all", context: string): void {
     for (const key of Object.keys(schema)) {
       if (consumed.includes(key) || CONTAINERS.has(key) || !ASSERTION_KEYWORDS.includes(key)) continue;
       if (!constrains(key, produced) || isVacuous(key, schema[key])) continue;
@@ -156,7 +163,7 @@ export class Normalizer {
     }
   }
 
-  private checkType(type: unknown, where: string): void {
+  protected checkType(type: unknown, where: string): void {
     const ok = (t: unknown): boolean => typeof t === "string" && JSON_TYPES.has(t);
     if (Array.isArray(type)) {
       if (type.length === 0) this.report.invalid("type must not be an empty array", where);
@@ -168,13 +175,13 @@ export class Normalizer {
     }
   }
 
-  private nonEmptyArray(v: unknown, where: string): unknown[] {
+  protected nonEmptyArray(v: unknown, where: string): unknown[] {
     if (!Array.isArray(v) || v.length === 0) this.report.invalid("must be a non-empty array", where);
     return v;
   }
 
   /** A non-negative integer keyword (`minItems`...), or undefined when absent. */
-  private count(schema: Json, key: string, where: string): number | undefined {
+  protected count(schema: Json, key: string, where: string): number | undefined {
     if (!has(schema, key)) return undefined;
     const v = schema[key];
     if (typeof v !== "number" || !Number.isInteger(v) || v < 0) {
@@ -249,7 +256,7 @@ export class Normalizer {
     return { kind: "enum", values };
   }
 
-  private requiredSet(schema: Json, where: string): Set<string> {
+  protected requiredSet(schema: Json, where: string): Set<string> {
     const required = schema["required"];
     if (required === undefined) return new Set();
     if (!Array.isArray(required) || !required.every((r) => typeof r === "string")) {
@@ -258,7 +265,7 @@ export class Normalizer {
     return new Set(required as string[]);
   }
 
-  private propertyList(props: unknown, where: string): Property[] {
+  protected propertyList(props: unknown, where: string): Property[] {
     if (!isObject(props)) this.report.invalid("properties must be an object", where);
     return Object.entries(props).map(([name, s]) => ({ name, schema: this.normalize(s, pointerJoin(where, name)) }));
   }
