@@ -29,7 +29,7 @@ export interface GrammarBuilder {
 export type SchemaMode = "default" | "reference";
 
 export interface GrammarOptions {
-  /** Which compiler (default `"default"`; `"reference"` for llama.cpp's exact grammar). */
+  /** Which compiler: `"reference"` (the default here, for the chat layer's plans) or `"default"`. */
   schemaMode?: SchemaMode;
   /** `.` in patterns matches line breaks too. */
   dotall?: boolean;
@@ -45,7 +45,9 @@ export interface GrammarOptions {
  * `space` rule always present.
  */
 export function buildGrammar(cb: (b: GrammarBuilder) => void, options: GrammarOptions = {}): string {
-  const rules = new RuleSet(options.schemaMode === "reference");
+  // the callback API keeps llama.cpp's text unless asked: the chat layer's plans (and their
+  // conformance suites) build on it; compileJsonSchema / jsonSchemaToGbnf default to "default"
+  const rules = new RuleSet((options.schemaMode ?? "reference") === "reference");
   const refs: RefTable = new Map();
   const report = new Reporter(options.unsupported ?? "error");
   const emitter = new Emitter(rules, refs, report, options.dotall ?? false);
@@ -92,7 +94,7 @@ export function compileJsonSchema(schema: unknown, options: CompileOptions = {})
       b.resolveRefs(schema);
       b.addSchema("", schema);
     },
-    { ...options, warnings },
+    { ...options, schemaMode: options.schemaMode ?? "default", warnings },
   );
   try {
     checkGbnf(gbnf);

@@ -28,8 +28,10 @@ function magnitudes(lo: bigint, hi: bigint | null): string | null {
 }
 
 /** The alternatives for one sign: magnitudes allowed exactly, and with a nonzero fraction. */
-function side(exact: [bigint, bigint | null], fraction: [bigint, bigint | null], unbounded: boolean, sign: string): string[] {
-  if (unbounded) return [`${sign}("0" | [1-9] [0-9]*) ("." [0-9]+)? ${EXPONENT}`];
+function side(exact: [bigint, bigint | null], fraction: [bigint, bigint | null], unbounded: boolean | "nonzero", sign: string): string[] {
+  if (unbounded === true) return [`${sign}("0" | [1-9] [0-9]*) ("." [0-9]+)? ${EXPONENT}`];
+  // every value of this sign but zero (`exclusiveMinimum: 0`): any nonzero mantissa
+  if (unbounded === "nonzero") return [`${sign}([1-9] [0-9]* ("." [0-9]+)? | "0" ${NONZERO_FRACTION}) ${EXPONENT}`];
   const out: string[] = [];
   const e = magnitudes(exact[0], exact[1]);
   if (e !== null) out.push(`${sign}${e} ${ZERO_FRACTION}`);
@@ -46,14 +48,14 @@ export function numberRangeRule(b: NumberBounds): string {
   const pos = side(
     [min === null ? 0n : min + minIn, max === null ? null : max - maxIn],
     [min === null ? 0n : min, max === null ? null : max - 1n],
-    max === null && (min === null || min < 0n || (min === 0n && !b.minExclusive)),
+    max === null && (min === null || min < 0n || (min === 0n && !b.minExclusive)) ? true : max === null && min === 0n ? "nonzero" : false,
     "",
   );
   // x = -m, m >= 0: exact m in [-max(+1), -min(-1)]; fractional m with floor I in [-max, -min - 1]
   const neg = side(
     [max === null ? 0n : -max + maxIn, min === null ? null : -min - minIn],
     [max === null ? 0n : -max, min === null ? null : -min - 1n],
-    min === null && (max === null || max > 0n || (max === 0n && !b.maxExclusive)),
+    min === null && (max === null || max > 0n || (max === 0n && !b.maxExclusive)) ? true : min === null && max === 0n ? "nonzero" : false,
     '"-" ',
   );
   const alts = [...pos, ...neg];
