@@ -10,7 +10,7 @@ import { Normalizer, type Property, type SchemaNode } from "./normalize.js";
 import { DefaultNormalizer } from "./normalize-default.js";
 import { numberRangeRule } from "./number-range.js";
 import { jsonStringLiteral } from "./regex-gbnf.js";
-import { regexStringRule } from "./regex-gbnf.js";
+import { LengthsBesidePattern, regexStringRule } from "./regex-gbnf.js";
 import { InvalidPattern, UnsupportedPattern, patternToRule } from "./pattern.js";
 import type { RefTable } from "./refs.js";
 import type { Reporter } from "./report.js";
@@ -93,7 +93,7 @@ export class Emitter {
         if (!rules.reference) return rules.add(ruleName, `(${node.values.map((v) => this.valueLiteral(v)).join(" | ")})`);
         return rules.add(ruleName, `(${node.values.map((v) => gbnfFormatLiteral(jsonDump(v))).join(" | ")})`);
       case "object":
-        if (!rules.reference) return rules.add(ruleName, this.orderedObjectRule(node.properties, node.required, name, node.additional));
+        if (!rules.reference) return rules.add(ruleName, this.orderedObjectRule(node.properties, node.required, name, node.additional, node.patternKeys));
         return rules.add(ruleName, this.objectRule(node.properties, node.required, name, node.additional));
       case "items": {
         const prefix = node.prefix.map((it, i) => this.visit(it, join(name, `tuple-${i}`)));
@@ -156,12 +156,27 @@ export class Emitter {
     return gbnfFormatLiteral(jsonDump(v));
   }
 
+  private patternKeyRule(patterns: string[], ruleName: string): string {
+    try {
+      return regexStringRule(patterns, ruleName, this.rules, { dotall: this.dotall });
+    } catch (err) {
+      if (!(err instanceof UnsupportedPattern || err instanceof InvalidPattern)) throw err;
+      this.report.unsupported("patternProperties", `the key patterns ${JSON.stringify(patterns)} are not supported (${err.message})`, "#/patternProperties");
+      return this.rules.addPrimitive("string", this.builtin("string"));
+    }
+  }
+
   private regexRule(pattern: string, ruleName: string, where: string, minLength: number, maxLength: number): string {
     const snapshot = this.rules.snapshot();
     try {
       return regexStringRule(pattern, ruleName, this.rules, { dotall: this.dotall, minLength, maxLength });
     } catch (err) {
       this.rules.restore(snapshot);
+      if (err instanceof LengthsBesidePattern) {
+        // ignore mode: the lengths are left out, the pattern still holds
+        this.report.unsupported("maxLength", `minLength/maxLength next to pattern ${JSON.stringify(pattern)} are not supported`, where.replace(/\/(pattern|format)$/, "/maxLength"));
+        return this.regexRule(pattern, ruleName, where, 0, Infinity);
+      }
       if (err instanceof InvalidPattern) {
         throw new LlamapegError("ERR_SCHEMA_INVALID", `invalid JSON schema at ${where}: invalid pattern ${JSON.stringify(pattern)}: ${err.message}`, { where });
       }
@@ -176,7 +191,7 @@ export class Emitter {
    * stands, and additional properties (when allowed) anywhere between them. Two rules per
    * property position: `-pN` (nothing written yet) and `-qN` (something written: a comma first).
    */
-  private orderedObjectRule(properties: Property[], required: ReadonlySet<string>, name: string, additional: SchemaNode | boolean | null): string {
+  private orderedObjectRule(properties: Property[], required: ReadonlySet<string>, name: string, additional: SchemaNode | boolean | null, patternKeys?: string[]): string {
     const kv: string[] = properties.map(({ name: prop, schema }) => {
       const valueRule = this.visit(schema, join(name, prop));
       return this.rules.add(join(name, `${prop}-kv`), `${jsonStringLiteral(prop)} space ":" space ${valueRule}`);
@@ -186,7 +201,12 @@ export class Emitter {
       const sub = join(name, "additional");
       const valueRule = additional === true ? this.rules.addPrimitive("value", this.builtin("value")) : this.visit(additional, `${sub}-value`);
       const names = properties.map((p) => p.name);
-      const keyRule = names.length === 0 ? this.rules.addPrimitive("string", this.builtin("string")) : this.rules.add(`${sub}-k`, this.notStrings(names));
+      const keyRule =
+        patternKeys !== undefined
+          ? this.patternKeyRule(patternKeys, `${sub}-k`)
+          : names.length === 0
+            ? this.rules.addPrimitive("string", this.builtin("string"))
+            : this.rules.add(`${sub}-k`, this.notStrings(names));
       extra = this.rules.add(`${sub}-kv`, `${keyRule} space ":" space ${valueRule}`);
     }
     const n = properties.length;

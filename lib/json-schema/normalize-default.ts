@@ -28,6 +28,18 @@ const FAMILY: ReadonlyArray<[JsonType, readonly string[]]> = [
   ["number", NUMBER_WORDS],
 ];
 
+/** Keywords a literal value is checked against (valuesNode). */
+const CHECKED: ReadonlySet<string> = new Set(["const", "enum", "type", "minLength", "maxLength", "pattern", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "format"]);
+
+/** Whether `s` matches the ECMA-262 `pattern` (null when JS cannot compile it). */
+function safeTest(pattern: string, s: string): boolean | null {
+  try {
+    return new RegExp(pattern, "u").test(s);
+  } catch {
+    return null;
+  }
+}
+
 export class DefaultNormalizer extends Normalizer {
   /** Refs being inlined for a merge (a recursive ref with siblings cannot be). */
   private readonly inlining = new Set<string>();
@@ -217,8 +229,10 @@ export class DefaultNormalizer extends Normalizer {
       values = e;
     }
     if (has(schema, "const") && Array.isArray(schema["enum"])) values = values.filter((v) => (schema["enum"] as unknown[]).some((x) => jsonDump(x) === jsonDump(v)));
-    const checked = new Set(["const", "enum", "type", "minLength", "maxLength", "pattern", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "format"]);
-    values = values.filter((v) => this.satisfies(v, schema));
+    const checked = new Set(CHECKED);
+    // `not` with only keywords a value is checked against here: the values it excludes are dropped
+    if (has(schema, "not") && isObject(schema["not"]) && Object.keys(schema["not"]).every((k) => CHECKED.has(k) || !ASSERTION_KEYWORDS.includes(k))) checked.add("not");
+    values = values.filter((v) => this.satisfies(v, schema) && (!checked.has("not") || !this.satisfies(v, schema["not"] as Json, true)));
     if (values.length === 0) {
       this.report.unsupported(has(schema, "const") ? "const" : "enum", "no value of const/enum satisfies the keywords beside it", pointerJoin(where, has(schema, "const") ? "const" : "enum"));
       return { kind: "any-value" };
@@ -229,7 +243,11 @@ export class DefaultNormalizer extends Normalizer {
   }
 
   /** Whether a value passes the simple keywords of `schema` (those a literal can be checked against). */
-  private satisfies(v: unknown, schema: Json): boolean {
+  private satisfies(v: unknown, schema: Json, withValues = false): boolean {
+    if (withValues) {
+      if (has(schema, "const") && jsonDump(schema["const"]) !== jsonDump(v)) return false;
+      if (Array.isArray(schema["enum"]) && !schema["enum"].some((x) => jsonDump(x) === jsonDump(v))) return false;
+    }
     const t = schema["type"];
     if (t !== undefined && !(Array.isArray(t) ? t : [t]).some((x) => valueHasType(v, x as string))) return false;
     if (typeof v === "string") {
@@ -283,11 +301,30 @@ export class DefaultNormalizer extends Normalizer {
       declared.add(name);
     }
     const consumed = ["type", "properties", "required", "additionalProperties", "unevaluatedProperties"];
+    // patternProperties with no other keys allowed: the other keys are the patterns' keys (one
+    // value schema for all of them, and no declared name matching one: a key under two schemas
+    // would need both)
+    let patternKeys: string[] | undefined;
+    const pp = schema["patternProperties"];
+    if (isObject(pp) && Object.keys(pp).length > 0) {
+      const schemas = Object.values(pp).map(jsonDump);
+      const vacuous = Object.values(pp).every((v) => v === true || (isObject(v) && Object.keys(v).length === 0));
+      if (vacuous && additional === true) consumed.push("patternProperties");
+      else if (additional === false && schemas.every((x) => x === schemas[0])) {
+        const patterns = Object.keys(pp);
+        const clash = properties.find((p) => patterns.some((pat) => safeTest(pat, p.name) !== false));
+        if (clash === undefined) {
+          patternKeys = patterns;
+          additional = this.normalize(Object.values(pp)[0], pointerJoin(pointerJoin(where, "patternProperties"), patterns[0]!));
+          consumed.push("patternProperties");
+        }
+      }
+    }
     if (typeof schema["minProperties"] === "number" && schema["minProperties"] <= required.size) consumed.push("minProperties");
     if (typeof schema["maxProperties"] === "number" && additional === false && schema["maxProperties"] >= properties.length) consumed.push("maxProperties");
     if (isObject(schema["propertyNames"]) && properties.length === 0 && additional === false) consumed.push("propertyNames");
     this.leftovers(schema, where, consumed, new Set(["object"]), "on an object");
-    return { kind: "object", properties, required, additional };
+    return patternKeys === undefined ? { kind: "object", properties, required, additional } : { kind: "object", properties, required, additional, patternKeys };
   }
 
   private arrayNodeDefault(schema: Json, where: string): SchemaNode {

@@ -20,7 +20,14 @@ export type SchemaNode =
   | { kind: "union"; alternatives: SchemaNode[] }
   | { kind: "const"; value: unknown }
   | { kind: "enum"; values: unknown[] }
-  | { kind: "object"; properties: Property[]; required: ReadonlySet<string>; additional: SchemaNode | boolean | null }
+  | {
+      kind: "object";
+      properties: Property[];
+      required: ReadonlySet<string>;
+      additional: SchemaNode | boolean | null;
+      /** default mode: the other keys are these patterns' (patternProperties), `additional` their value */
+      patternKeys?: string[];
+    }
   /** `allOf` merged into one object, or the intersection of its enums (GBNF literals, sorted). */
   | { kind: "all-of"; properties: Property[]; required: ReadonlySet<string>; enumLiterals: string[] }
   | { kind: "tuple"; items: SchemaNode[] }

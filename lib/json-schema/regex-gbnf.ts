@@ -114,6 +114,9 @@ export function jsonStringLiteral(s: string): string {
   return `"\\"" ${out.join(" ")}${out.length > 0 ? " " : ""}"\\""`;
 }
 
+/** min/maxLength that do not combine with the pattern (the pattern alone still compiles). */
+export class LengthsBesidePattern extends UnsupportedPattern {}
+
 interface Emit {
   rules: RuleSet;
   name: string;
@@ -192,6 +195,27 @@ function anchored(re: Regex): Regex {
   };
 }
 
+/** The shortest and longest strings a regex matches (in characters). */
+function lengthRange(re: Regex): [number, number] {
+  switch (re.t) {
+    case "set":
+      return [1, 1];
+    case "start":
+    case "end":
+      return [0, 0];
+    case "seq":
+      return re.items.map(lengthRange).reduce(([a, b], [c, d]) => [a + c, b + d], [0, 0]);
+    case "alt": {
+      const rs = re.alts.map(lengthRange);
+      return [Math.min(...rs.map((r) => r[0])), Math.max(...rs.map((r) => r[1]))];
+    }
+    case "rep": {
+      const [a, b] = lengthRange(re.item);
+      return [a * re.min, re.max === Infinity ? (b === 0 ? 0 : Infinity) : b * re.max];
+    }
+  }
+}
+
 /**
  * When the pattern is one character set repeated (`^[a-z]+$`), the repetition bounds intersected
  * with min/maxLength; otherwise null (lengths and a general pattern do not combine here).
@@ -217,12 +241,16 @@ function withLength(re: Regex, minLength: number, maxLength: number): Regex | nu
  * Add the rule for a string matching `pattern` (and min/maxLength when given), quotes included.
  * Throws UnsupportedPattern / InvalidPattern.
  */
-export function regexStringRule(pattern: string, name: string, rules: RuleSet, opts: { dotall: boolean; minLength?: number; maxLength?: number }): string {
-  let re = anchored(parseRegex(pattern, opts.dotall));
+export function regexStringRule(pattern: string | string[], name: string, rules: RuleSet, opts: { dotall: boolean; minLength?: number; maxLength?: number }): string {
+  const patterns = typeof pattern === "string" ? [pattern] : pattern;
+  let re: Regex = { t: "alt", alts: patterns.flatMap((p) => (anchored(parseRegex(p, opts.dotall)) as { alts: Regex[] }).alts) };
+  const [lo, hi] = lengthRange(re);
+  // lengths the pattern implies anyway constrain nothing more
+  if (lo >= (opts.minLength ?? 0) && hi <= (opts.maxLength ?? Infinity)) opts = { dotall: opts.dotall };
   const lengths = (opts.minLength ?? 0) > 0 || (opts.maxLength ?? Infinity) !== Infinity;
   if (lengths) {
     const merged = withLength(re, opts.minLength ?? 0, opts.maxLength ?? Infinity);
-    if (merged === null) throw new UnsupportedPattern("minLength/maxLength next to this pattern");
+    if (merged === null) throw new LengthsBesidePattern("minLength/maxLength next to this pattern");
     re = merged;
   }
   const e: Emit = { rules, name, sets: new Map() };

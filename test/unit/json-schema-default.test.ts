@@ -5,8 +5,8 @@
  * examples are accepted. Grammars here are non-recursive (closed objects), so a RegExp stands in
  * for the grammar engine (json-schema-gbnf-to-regex.ts).
  */
-import Ajv2020 from "ajv/dist/2020.js";
-import addFormats from "ajv-formats";
+import { Ajv2020 } from "ajv/dist/2020.js";
+import addFormatsModule from "ajv-formats";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { LlamapegError } from "../../lib/errors.js";
@@ -14,7 +14,9 @@ import { buildGrammar, compileJsonSchema, SchemaInfo } from "../../lib/json-sche
 import { gbnfToRegExp } from "./json-schema-gbnf-to-regex.js";
 
 const ajv = new Ajv2020({ strict: false, allErrors: false, validateFormats: true });
-(addFormats as unknown as (a: Ajv2020) => void)(ajv);
+// ajv-formats is CommonJS: its default export arrives as the module object under ESM typing
+const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (a: Ajv2020) => void;
+addFormats(ajv);
 
 /** Python's json.dumps layout (MaskBench's): ", " and ": " separators. */
 function dumps(v: unknown): string {
@@ -107,6 +109,18 @@ const CASES: Case[] = [
     schema: { type: "array", prefixItems: [{ type: "string" }, { type: "integer" }], items: { type: "boolean" }, minItems: 1, maxItems: 3 },
     valid: [["a"], ["a", 1], ["a", 1, true]],
     invalid: [[], [1], ["a", 1, true, false], ["a", 1, 2]],
+  },
+  {
+    name: "patternProperties with no other keys",
+    schema: { type: "object", properties: { a: { type: "integer" } }, patternProperties: { "^x-": { type: "string" } }, additionalProperties: false },
+    valid: [{ a: 1 }, { a: 1, "x-foo": "s" }, { "x-": "" }],
+    invalid: [{ "x-foo": 1 }, { y: "s" }, { a: "1" }],
+  },
+  {
+    name: "not beside enum",
+    schema: { enum: ["a", "b", "c", 1], not: { enum: ["b", 1] } },
+    valid: ["a", "c"],
+    invalid: ["b", 1, "d"],
   },
   {
     name: "non-ASCII const, escaped or raw",
