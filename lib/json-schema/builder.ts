@@ -59,7 +59,7 @@ export function buildGrammar(cb: (b: GrammarBuilder) => void, options: GrammarOp
     },
     resolveRefs: (schema) => {
       checkSchemaDepth(schema, "#");
-      resolveRefs(schema, refs, report);
+      resolveRefs(schema, refs, report, !rules.reference);
     },
   };
   try {

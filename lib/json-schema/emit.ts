@@ -8,7 +8,6 @@ import { integerRangeRule } from "./integer-range.js";
 import { gbnfFormatLiteral, jsonDump } from "./literal.js";
 import { Normalizer, type Property, type SchemaNode } from "./normalize.js";
 import { DefaultNormalizer } from "./normalize-default.js";
-import { numberRangeRule } from "./number-range.js";
 import { jsonStringLiteral } from "./regex-gbnf.js";
 import { LengthsBesidePattern, regexStringRule } from "./regex-gbnf.js";
 import { InvalidPattern, UnsupportedPattern, patternToRule } from "./pattern.js";
@@ -103,7 +102,7 @@ export class Emitter {
       case "regex":
         return this.regexRule(node.pattern, ruleName, node.where, node.minLength, node.maxLength);
       case "number-range":
-        return rules.add(ruleName, numberRangeRule(node));
+        return rules.add(ruleName, node.rule);
       case "all-of":
         if (node.enumLiterals.length > 0) return rules.add(ruleName, `(${node.enumLiterals.join(" | ")})`);
         return rules.add(ruleName, this.objectRule(node.properties, node.required, name, null));

@@ -12,6 +12,7 @@ import { MergeConflict, mergeSchemas } from "./merge.js";
 import { Normalizer, type Property, type SchemaNode } from "./normalize.js";
 import { MAX_REPETITION } from "./pattern.js";
 import { FORMAT_PATTERNS, UNSUPPORTED_FORMATS } from "./formats.js";
+import { numberRangeRule } from "./number-range.js";
 
 type Json = Record<string, unknown>;
 const isObject = (v: unknown): v is Json => typeof v === "object" && v !== null && !Array.isArray(v);
@@ -438,23 +439,13 @@ export class DefaultNormalizer extends Normalizer {
       return { kind: "integer-range", min, max };
     }
     if (lo.v === null && hi.v === null) return { kind: "primitive", type: "number" };
-    for (const [b, key] of [
-      [lo, "minimum"],
-      [hi, "maximum"],
-    ] as const) {
-      if (b.v !== null && !Number.isInteger(b.v)) {
-        this.report.unsupported(key, `a fractional bound (${b.v}) on a number is not supported`, pointerJoin(where, key));
-        return { kind: "primitive", type: "number" };
-      }
-    }
     if (lo.v !== null && hi.v !== null && (lo.v > hi.v || (lo.v === hi.v && (lo.ex || hi.ex)))) this.report.invalid("the number bounds leave no value", where);
-    return {
-      kind: "number-range",
-      min: lo.v === null ? null : BigInt(lo.v),
-      minExclusive: lo.ex,
-      max: hi.v === null ? null : BigInt(hi.v),
-      maxExclusive: hi.ex,
-    };
+    const rule = numberRangeRule({ min: lo.v, minExclusive: lo.ex, max: hi.v, maxExclusive: hi.ex });
+    if (rule === null) {
+      this.report.unsupported("minimum", `number bounds ${lo.v} .. ${hi.v} with fractions inside one integer are not supported`, pointerJoin(where, has(schema, "minimum") ? "minimum" : "exclusiveMinimum"));
+      return { kind: "primitive", type: "number" };
+    }
+    return { kind: "number-range", rule };
   }
 }
 

@@ -45,8 +45,8 @@ export type SchemaNode =
   | { kind: "items"; prefix: SchemaNode[]; rest: SchemaNode | null; min: number; max: number }
   /** A string matching an ECMA-262 pattern (and lengths), written over its JSON text. */
   | { kind: "regex"; pattern: string; where: string; minLength: number; maxLength: number }
-  /** A number between bounds (integral bounds; null: none). */
-  | { kind: "number-range"; min: bigint | null; minExclusive: boolean; max: bigint | null; maxExclusive: boolean };
+  /** A number between bounds (null: none); `rule` is its GBNF (number-range.ts). */
+  | { kind: "number-range"; rule: string };
 
 export interface Property {
   readonly name: string;

@@ -43,10 +43,14 @@ const CASES: Case[] = [
     invalid: [{}, { a: "x" }, { b: 1.5 }, { b: 1, d: 1 }, { b: "1" }],
   },
   {
-    name: "number bounds (inclusive and exclusive)",
-    schema: { type: "object", properties: { x: { type: "number", minimum: -2, exclusiveMaximum: 10 }, y: { type: "number", exclusiveMinimum: 0 } }, additionalProperties: false },
-    valid: [{ x: -2 }, { x: 9.999 }, { x: 0.5, y: 0.001 }, { y: 123456.5 }, { y: 1e-7 }],
-    invalid: [{ x: 10 }, { x: -2.5 }, { y: 0 }, { y: -1 }, { x: 10.0001 }],
+    name: "number bounds (inclusive and exclusive, integral and decimal)",
+    schema: {
+      type: "object",
+      properties: { x: { type: "number", minimum: -2, exclusiveMaximum: 10 }, y: { type: "number", exclusiveMinimum: 0 }, z: { type: "number", minimum: 0.3, maximum: 99.99 } },
+      additionalProperties: false,
+    },
+    valid: [{ x: -2 }, { x: 9.999 }, { x: 0.5, y: 0.001 }, { y: 123456.5 }, { y: 1e-7 }, { z: 0.3 }, { z: 99.99 }, { z: 50 }, { z: 0.31 }],
+    invalid: [{ x: 10 }, { x: -2.5 }, { y: 0 }, { y: -1 }, { x: 10.0001 }, { z: 0.29 }, { z: 99.991 }, { z: 100 }, { z: 0 }],
   },
   {
     name: "integer bounds up to 2^63-1",
@@ -123,6 +127,12 @@ const CASES: Case[] = [
     invalid: ["b", 1, "d"],
   },
   {
+    name: "a property named $ref",
+    schema: { type: "object", properties: { $ref: { type: "string" } }, required: ["$ref"], additionalProperties: false },
+    valid: [{ $ref: "#/x" }],
+    invalid: [{}, { $ref: 1 }],
+  },
+  {
     name: "non-ASCII const, escaped or raw",
     schema: { const: "°C" },
     valid: ["°C"],
@@ -166,6 +176,16 @@ describe("default mode: accepted => valid (ajv)", () => {
 const leafSchema = fc.oneof(
   fc.record({ type: fc.constant("integer"), minimum: fc.integer({ min: -50, max: 50 }), maximum: fc.integer({ min: -50, max: 50 }) }, { requiredKeys: ["type"] }),
   fc.record({ type: fc.constant("number"), minimum: fc.integer({ min: -5, max: 5 }), exclusiveMaximum: fc.integer({ min: -5, max: 5 }) }, { requiredKeys: ["type"] }),
+  fc.record(
+    {
+      type: fc.constant("number"),
+      minimum: fc.constantFrom(-2.5, -0.05, 0, 0.3, 1.25, 3),
+      exclusiveMinimum: fc.constantFrom(-1.5, 0, 0.5, 2.05),
+      maximum: fc.constantFrom(-0.5, 0, 0.75, 2.5, 4),
+      exclusiveMaximum: fc.constantFrom(-1, 0, 1.05, 3.5),
+    },
+    { requiredKeys: ["type"] },
+  ),
   fc.record({ type: fc.constant("string"), minLength: fc.nat(4), maxLength: fc.nat(6), pattern: fc.constantFrom("^[a-c]*$", "^\\d+$", "b", "^(ab|c)+$", "^.$", "[^a]") }, { requiredKeys: ["type"] }),
   fc.record({ type: fc.constant("string"), format: fc.constantFrom("date", "time", "date-time", "email", "ipv4", "ipv6", "hostname", "uuid", "uri", "duration") }),
   fc.record({ enum: fc.array(fc.oneof(fc.string({ maxLength: 3 }), fc.integer({ min: -3, max: 3 }), fc.constant(null), fc.boolean()), { minLength: 1, maxLength: 4 }), type: fc.constantFrom(undefined, "string", "integer", ["string", "null"]) }, { requiredKeys: ["enum"] }),
@@ -180,6 +200,7 @@ function valuesFor(): fc.Arbitrary<unknown> {
   const leaf = fc.oneof(
     fc.integer({ min: -60, max: 60 }),
     fc.double({ min: -6, max: 6, noNaN: true }),
+    fc.constantFrom(-2.5, -2.51, -0.05, -0.049, 0.3, 0.29, 0.31, 1.25, 1.2, 2.05, 2.051, 2.5, 0.75, 0.751, 1.05, 3.5, 3.49, -0.5, -0.51, 1e-7, -1e-7),
     fc.constantFrom("", "a", "ab", "abc", "b", "c", "123", "2024-02-29", "2023-02-30", "12:30:00Z", "2024-01-01T00:00:00Z", "a@b.co", "1.2.3.4", "::1", "P1D", "http://x.y/z", "123e4567-e89b-12d3-a456-426614174000", "x y", "é"),
     fc.boolean(),
     fc.constant(null),
@@ -249,7 +270,7 @@ describe("default mode: what cannot be enforced is a coded error naming keyword 
   const refused: Array<[string, unknown, string]> = [
     ["patternProperties", { type: "object", patternProperties: { "^x": { type: "integer" } } }, "#/patternProperties"],
     ["not", { type: "object", properties: { a: { type: "string", not: { minLength: 3 } } } }, "#/properties/a/not"],
-    ["a fractional number bound", { type: "number", minimum: 0.5 }, "#/minimum"],
+    ["fractional number bounds inside one integer", { type: "number", minimum: 0.25, maximum: 0.75 }, "#/minimum"],
     ["overlapping oneOf", { oneOf: [{ type: "integer" }, { type: "number" }] }, "#/oneOf"],
     ["uniqueItems", { type: "array", items: { type: "integer" }, uniqueItems: true }, "#/uniqueItems"],
     ["maxLength above the grammar's counter", { type: "string", maxLength: 65535 }, "#/maxLength"],
