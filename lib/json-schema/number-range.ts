@@ -22,6 +22,9 @@ export interface NumberBounds {
   maxExclusive: boolean;
 }
 
+/** Bounds this construction does not cover (caught below: the normalizer reports them). */
+class BeyondConstruction extends Error {}
+
 const EXPONENT = "([eE] [-+]? [0-9]+)?";
 const ANY_INT = '("0" | [1-9] [0-9]*)';
 
@@ -90,7 +93,7 @@ function magnitudes(lo: Dec, loEx: boolean, hi: Dec | null, hiEx: boolean): stri
       const r = withFrac(`"${lo.int}"`, fracAtMost(hi.frac, hiEx));
       return r === null ? [] : [r];
     }
-    throw new RangeError("fractional bounds within one integer");
+    throw new BeyondConstruction();
   }
   // integer part = lo.int, fraction >= lo.frac
   const low = withFrac(`"${lo.int}"`, fracAtLeast(lo.frac, loEx));
@@ -126,7 +129,7 @@ export function numberRangeRule(b: NumberBounds): string | null {
     if (alts.length === 0) return null;
     return alts.length === 1 ? alts[0]! : `(${alts.join(" | ")})`;
   } catch (e) {
-    if (e instanceof RangeError) return null;
+    if (e instanceof BeyondConstruction) return null;
     throw e;
   }
 }
