@@ -258,7 +258,9 @@ for (const file of files) {
       }
     } catch (e) {
       r.compileError++;
-      const key = e.code === undefined ? "other" : /keyword "([^"]+)"/.exec(e.message)?.[1] ?? /unsupported JSON schema construct at [^:]*: (\w+)/.exec(e.message)?.[1] ?? e.code;
+      // the refused keyword: the last token of the error's JSON pointer (`#` when the whole grammar is refused)
+      const last = typeof e.where === "string" ? e.where.split("/").pop() : undefined;
+      const key = e.code === undefined ? "other" : `${e.code === "ERR_SCHEMA_INVALID" ? "invalid:" : ""}${last === undefined || /^\d+$/.test(last) ? e.code : last}`;
       st.refused[key] = (st.refused[key] ?? 0) + 1;
       if (st.failures.length < listFailures) st.failures.push({ file, kind: "compile", message: String(e.message).slice(0, 300) });
       continue;
