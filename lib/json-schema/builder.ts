@@ -7,6 +7,7 @@
  */
 import { LlamapegError } from "../errors.js";
 import { checkGbnf } from "../gbnf/check.js";
+import { checkSchemaDepth } from "./depth.js";
 import { Emitter } from "./emit.js";
 import { resolveRefs, type RefTable } from "./refs.js";
 import { Reporter, type SchemaWarning, type UnsupportedMode } from "./report.js";
@@ -21,7 +22,15 @@ export interface GrammarBuilder {
   resolveRefs(schema: unknown): void;
 }
 
+/**
+ * `"default"`: the compiler that covers what the best engines cover (docs/json-schema.md, "Default
+ * mode"); `"reference"`: llama.cpp's `json_schema_to_grammar` text byte for byte.
+ */
+export type SchemaMode = "default" | "reference";
+
 export interface GrammarOptions {
+  /** Which compiler: `"reference"` (the default here, for the chat layer's plans) or `"default"`. */
+  schemaMode?: SchemaMode;
   /** `.` in patterns matches line breaks too. */
   dotall?: boolean;
   /** What to do with a keyword the compiler cannot honour: throw (default) or leave it out with a warning. */
@@ -36,14 +45,22 @@ export interface GrammarOptions {
  * `space` rule always present.
  */
 export function buildGrammar(cb: (b: GrammarBuilder) => void, options: GrammarOptions = {}): string {
-  const rules = new RuleSet();
+  // the callback API keeps llama.cpp's text unless asked: the chat layer's plans (and their
+  // conformance suites) build on it; compileJsonSchema / jsonSchemaToGbnf default to "default"
+  const rules = new RuleSet((options.schemaMode ?? "reference") === "reference");
   const refs: RefTable = new Map();
   const report = new Reporter(options.unsupported ?? "error");
   const emitter = new Emitter(rules, refs, report, options.dotall ?? false);
   const builder: GrammarBuilder = {
     addRule: (name, body) => rules.add(name, body),
-    addSchema: (name, schema) => emitter.addSchema(name === "root" ? "" : name, schema),
-    resolveRefs: (schema) => resolveRefs(schema, refs, report),
+    addSchema: (name, schema) => {
+      checkSchemaDepth(schema, "#");
+      return emitter.addSchema(name === "root" ? "" : name, schema);
+    },
+    resolveRefs: (schema) => {
+      checkSchemaDepth(schema, "#");
+      resolveRefs(schema, refs, report, !rules.reference);
+    },
   };
   try {
     cb(builder);
@@ -54,6 +71,8 @@ export function buildGrammar(cb: (b: GrammarBuilder) => void, options: GrammarOp
 }
 
 export interface CompileOptions {
+  /** Which compiler (default `"default"`; `"reference"` for llama.cpp's exact grammar). */
+  schemaMode?: SchemaMode;
   dotall?: boolean;
   unsupported?: UnsupportedMode;
 }
@@ -75,7 +94,7 @@ export function compileJsonSchema(schema: unknown, options: CompileOptions = {})
       b.resolveRefs(schema);
       b.addSchema("", schema);
     },
-    { ...options, warnings },
+    { ...options, schemaMode: options.schemaMode ?? "default", warnings },
   );
   try {
     checkGbnf(gbnf);

@@ -7,13 +7,41 @@ import { LlamapegError, assertNever } from "../errors.js";
 import { integerRangeRule } from "./integer-range.js";
 import { gbnfFormatLiteral, jsonDump } from "./literal.js";
 import { Normalizer, type Property, type SchemaNode } from "./normalize.js";
+import { DefaultNormalizer } from "./normalize-default.js";
+import { jsonStringLiteral } from "./regex-gbnf.js";
+import { LengthsBesidePattern, regexStringRule } from "./regex-gbnf.js";
 import { InvalidPattern, UnsupportedPattern, patternToRule } from "./pattern.js";
 import type { RefTable } from "./refs.js";
 import type { Reporter } from "./report.js";
-import { PRIMITIVE_RULES, STRING_FORMAT_RULES, buildRepetition, isReservedName, type RuleSet } from "./rules.js";
+import { STRING_FORMAT_RULES, buildRepetition, builtinRule, isReservedName, type RuleSet } from "./rules.js";
 
-const builtin = (name: string) => PRIMITIVE_RULES.get(name)!;
 const join = (parent: string, child: string): string => (parent === "" ? child : `${parent}-${child}`);
+
+/** `[prefix..., rest...]` with min..max items in all (default mode). */
+function itemsRule(prefix: string[], rest: string | null, min: number, max: number): string {
+  // items 0..k-1 from the prefix (each one present only when the one before is), then rest
+  const k = prefix.length;
+  const tail = (from: number): string => {
+    // items from index `from` on, given `from` items already written (from >= 1)
+    if (from >= max) return "";
+    if (from < k) {
+      const more = tail(from + 1);
+      const piece = `"," space ${prefix[from]}${more === "" ? "" : ` ${more}`}`;
+      return from < min ? piece : `(${piece})?`;
+    }
+    if (rest === null || max <= from) return "";
+    const lo = Math.max(0, min - from);
+    const hi = max === Infinity ? Infinity : max - from;
+    return buildRepetition(`("," space ${rest})`, lo, hi);
+  };
+  let body: string;
+  if (k > 0) body = `${prefix[0]}${tail(1) === "" ? "" : ` ${tail(1)}`}`;
+  else if (rest === null || max === 0) body = "";
+  else body = `${rest}${tail(1) === "" ? "" : ` ${tail(1)}`}`;
+  if (body === "") return '"[" space "]"';
+  const optional = min === 0;
+  return `"[" space ${optional ? `(${body})?` : body} space "]"`;
+}
 
 export class Emitter {
   private readonly normalizer: Normalizer;
@@ -26,7 +54,11 @@ export class Emitter {
     private readonly report: Reporter,
     private readonly dotall: boolean,
   ) {
-    this.normalizer = new Normalizer(refs, report);
+    this.normalizer = rules.reference ? new Normalizer(refs, report) : new DefaultNormalizer(refs, report);
+  }
+
+  private builtin(name: string) {
+    return builtinRule(name, this.rules.reference);
   }
 
   /** Normalize `schema` and add its rules; `name` "" means the root. Returns the rule name. */
@@ -54,11 +86,23 @@ export class Emitter {
           node.alternatives.map((alt, i) => this.visit(alt, name === "" ? `alternative-${i}` : `${name}-${i}`)).join(" | "),
         );
       case "const":
+        if (!rules.reference) return rules.add(ruleName, this.valueLiteral(node.value));
         return rules.add(ruleName, gbnfFormatLiteral(jsonDump(node.value)));
       case "enum":
+        if (!rules.reference) return rules.add(ruleName, `(${node.values.map((v) => this.valueLiteral(v)).join(" | ")})`);
         return rules.add(ruleName, `(${node.values.map((v) => gbnfFormatLiteral(jsonDump(v))).join(" | ")})`);
       case "object":
+        if (!rules.reference) return rules.add(ruleName, this.orderedObjectRule(node.properties, node.required, name, node.additional, node.patternKeys));
         return rules.add(ruleName, this.objectRule(node.properties, node.required, name, node.additional));
+      case "items": {
+        const prefix = node.prefix.map((it, i) => this.visit(it, join(name, `tuple-${i}`)));
+        const rest = node.rest === null ? null : this.visit(node.rest, join(name, "item"));
+        return rules.add(ruleName, itemsRule(prefix, rest, node.min, node.max));
+      }
+      case "regex":
+        return this.regexRule(node.pattern, ruleName, node.where, node.minLength, node.maxLength);
+      case "number-range":
+        return rules.add(ruleName, node.rule);
       case "all-of":
         if (node.enumLiterals.length > 0) return rules.add(ruleName, `(${node.enumLiterals.join(" | ")})`);
         return rules.add(ruleName, this.objectRule(node.properties, node.required, name, null));
@@ -73,26 +117,121 @@ export class Emitter {
       case "pattern":
         return this.patternRule(node.pattern, ruleName, node.where);
       case "uuid":
-        return rules.addPrimitive(ruleName === "root" ? "root" : node.format, builtin("uuid"));
+        return rules.addPrimitive(ruleName === "root" ? "root" : node.format, this.builtin("uuid"));
       case "string-format": {
         const prim = `${node.format}-string`;
         return rules.add(ruleName, rules.addPrimitive(prim, STRING_FORMAT_RULES.get(prim)!));
       }
       case "string-length": {
-        const char = rules.addPrimitive("char", builtin("char"));
+        const char = rules.addPrimitive("char", this.builtin("char"));
         return rules.add(ruleName, `"\\"" ${buildRepetition(char, node.min, node.max)} "\\""`);
       }
       case "integer-range":
         return rules.add(ruleName, integerRangeRule(node.min, node.max));
       case "any-object":
-        return rules.add(ruleName, rules.addPrimitive("object", builtin("object")));
+        return rules.add(ruleName, rules.addPrimitive("object", this.builtin("object")));
       case "any-value":
-        return rules.add(ruleName, rules.addPrimitive("value", builtin("value")));
+        return rules.add(ruleName, rules.addPrimitive("value", this.builtin("value")));
       case "primitive":
-        return rules.addPrimitive(ruleName === "root" ? "root" : node.type, builtin(node.type));
+        return rules.addPrimitive(ruleName === "root" ? "root" : node.type, this.builtin(node.type));
       default:
         return assertNever(node, "schema node");
     }
+  }
+
+  /** A JSON value as GBNF that admits any whitespace layout and escaped spellings (default mode). */
+  private valueLiteral(v: unknown): string {
+    if (typeof v === "string") return jsonStringLiteral(v);
+    if (typeof v === "number" && Number.isInteger(v) && Math.abs(v) < 2 ** 53) return `("${jsonDump(v)}" ("." "0"+)?)`;
+    if (Array.isArray(v)) {
+      if (v.length === 0) return '"[" space "]"';
+      return `("[" space ${v.map((x) => this.valueLiteral(x)).join(' "," space ')} space "]")`;
+    }
+    if (typeof v === "object" && v !== null) {
+      const entries = Object.entries(v);
+      if (entries.length === 0) return '"{" space "}"';
+      return `("{" space ${entries.map(([k, x]) => `${jsonStringLiteral(k)} space ":" space ${this.valueLiteral(x)}`).join(' "," space ')} space "}")`;
+    }
+    return gbnfFormatLiteral(jsonDump(v));
+  }
+
+  private patternKeyRule(patterns: string[], ruleName: string): string {
+    try {
+      return regexStringRule(patterns, ruleName, this.rules, { dotall: this.dotall });
+    } catch (err) {
+      if (!(err instanceof UnsupportedPattern || err instanceof InvalidPattern)) throw err;
+      this.report.unsupported("patternProperties", `the key patterns ${JSON.stringify(patterns)} are not supported (${err.message})`, "#/patternProperties");
+      return this.rules.addPrimitive("string", this.builtin("string"));
+    }
+  }
+
+  private regexRule(pattern: string, ruleName: string, where: string, minLength: number, maxLength: number): string {
+    const snapshot = this.rules.snapshot();
+    try {
+      return regexStringRule(pattern, ruleName, this.rules, { dotall: this.dotall, minLength, maxLength });
+    } catch (err) {
+      this.rules.restore(snapshot);
+      if (err instanceof LengthsBesidePattern) {
+        // ignore mode: the lengths are left out, the pattern still holds
+        this.report.unsupported("maxLength", `minLength/maxLength next to pattern ${JSON.stringify(pattern)} are not supported`, where.replace(/\/(pattern|format)$/, "/maxLength"));
+        return this.regexRule(pattern, ruleName, where, 0, Infinity);
+      }
+      if (err instanceof InvalidPattern) {
+        throw new LlamapegError("ERR_SCHEMA_INVALID", `invalid JSON schema at ${where}: invalid pattern ${JSON.stringify(pattern)}: ${err.message}`, { where });
+      }
+      if (!(err instanceof UnsupportedPattern)) throw err;
+      this.report.unsupported("pattern", `pattern ${JSON.stringify(pattern)} is not supported (${err.message})`, where);
+      return this.rules.add(ruleName, this.rules.addPrimitive("string", this.builtin("string")));
+    }
+  }
+
+  /**
+   * Default mode: `{...}` with the properties in declaration order, each optional one where it
+   * stands, and additional properties (when allowed) anywhere between them. Two rules per
+   * property position: `-pN` (nothing written yet) and `-qN` (something written: a comma first).
+   */
+  private orderedObjectRule(properties: Property[], required: ReadonlySet<string>, name: string, additional: SchemaNode | boolean | null, patternKeys?: string[]): string {
+    const kv: string[] = properties.map(({ name: prop, schema }) => {
+      const valueRule = this.visit(schema, join(name, prop));
+      return this.rules.add(join(name, `${prop}-kv`), `${jsonStringLiteral(prop)} space ":" space ${valueRule}`);
+    });
+    let extra: string | null = null;
+    if (additional === true || (typeof additional === "object" && additional !== null)) {
+      const sub = join(name, "additional");
+      const valueRule = additional === true ? this.rules.addPrimitive("value", this.builtin("value")) : this.visit(additional, `${sub}-value`);
+      const names = properties.map((p) => p.name);
+      const keyRule =
+        patternKeys !== undefined
+          ? this.patternKeyRule(patternKeys, `${sub}-k`)
+          : names.length === 0
+            ? this.rules.addPrimitive("string", this.builtin("string"))
+            : this.rules.add(`${sub}-k`, this.notStrings(names));
+      extra = this.rules.add(`${sub}-kv`, `${keyRule} space ":" space ${valueRule}`);
+    }
+    const n = properties.length;
+    const extras = extra === null ? "" : `("," space ${extra})*`;
+    if (n === 0) return extra === null ? '"{" space "}"' : `"{" space (${extra} ${extras})? space "}"`;
+    // from the end back: after[i] = the rest from property i on once something was written
+    // ("" = nothing may follow), first[i] = the same with nothing written yet (null = may be empty)
+    const cat = (...parts: string[]): string => parts.filter((x) => x !== "").join(" ");
+    let after = extras;
+    let first: string | null = extra === null ? null : `(${extra} ${extras})?`;
+    for (let i = n - 1; i >= 0; i--) {
+      const isReq = required.has(properties[i]!.name);
+      const a = cat(extras, `"," space ${kv[i]}`, after);
+      const f = cat(kv[i]!, after);
+      const fx = extra === null ? f : `${f} | ${extra} ${extras} "," space ${f}`;
+      const afterBody = isReq ? a : after === "" ? `(${a})?` : `${a} | ${after}`;
+      const afterRule = i === 0 ? "" : this.rules.add(join(name, `q${i}`), afterBody);
+      let firstBody: string;
+      if (isReq) firstBody = fx;
+      else if (first === null) firstBody = `(${fx})?`;
+      else firstBody = `${fx} | ${first}`;
+      const firstRule = this.rules.add(join(name, `p${i}`), firstBody);
+      after = afterRule;
+      first = firstRule;
+    }
+    return `"{" space ${first} space "}"`;
   }
 
   private resolveRef(ref: string): string {
@@ -130,12 +269,12 @@ export class Emitter {
       }
       if (!(err instanceof UnsupportedPattern)) throw err;
       this.report.unsupported("pattern", `pattern ${JSON.stringify(pattern)} is not supported (${err.message}); it would accept any string`, where);
-      return this.rules.add(ruleName, this.rules.addPrimitive("string", builtin("string")));
+      return this.rules.add(ruleName, this.rules.addPrimitive("string", this.builtin("string")));
     }
   }
 
   /**
-   * `{ required..., optional... }` with properties in declaration order: required ones in a row,
+   * Reference mode: `{ required..., optional... }` with properties in declaration order: required ones in a row,
    * then the optional ones as a chain where each may start the rest (`a-rest`, `b-rest`...).
    */
   private objectRule(properties: Property[], required: ReadonlySet<string>, name: string, additional: SchemaNode | boolean | null): string {
@@ -150,10 +289,10 @@ export class Emitter {
     if (additional === true || (typeof additional === "object" && additional !== null)) {
       const sub = join(name, "additional");
       const valueRule =
-        additional === true ? this.rules.addPrimitive("value", builtin("value")) : this.visit(additional, `${sub}-value`);
+        additional === true ? this.rules.addPrimitive("value", this.builtin("value")) : this.visit(additional, `${sub}-value`);
       const names = properties.map((p) => p.name);
       const keyRule =
-        names.length === 0 ? this.rules.addPrimitive("string", builtin("string")) : this.rules.add(`${sub}-k`, this.notStrings(names));
+        names.length === 0 ? this.rules.addPrimitive("string", this.builtin("string")) : this.rules.add(`${sub}-k`, this.notStrings(names));
       kvRules.set("*", this.rules.add(`${sub}-kv`, `${keyRule} ":" space ${valueRule}`));
       optionalProps.push("*");
     }
@@ -205,7 +344,7 @@ export class Emitter {
       }
       node.end = true;
     }
-    const char = this.rules.addPrimitive("char", builtin("char"));
+    const char = this.rules.addPrimitive("char", this.builtin("char"));
     // Escape only where the reference's raw character breaks the class, so the text stays the
     // reference's otherwise: `\` and `]` anywhere, `^` alone (`[^]`), `-` between two others.
     const hex = (c: string): string => `\\x${c.charCodeAt(0).toString(16).toUpperCase()}`;
@@ -227,7 +366,15 @@ export class Emitter {
           out.push(` ${char}+`);
         }
       });
-      if (keys.length > 0) out.push(` | [^"${rejects(keys)}] ${char}*`);
+      if (keys.length === 0) return;
+      if (this.rules.reference) {
+        out.push(` | [^"${rejects(keys)}] ${char}*`);
+        return;
+      }
+      // default mode: the first character differs from every key's here, raw or escaped (an
+      // escape only when no key has a character here that could be spelled that way)
+      out.push(` | [^"\\\\\\x00-\\x1F${rejects(keys)}] ${char}*`);
+      if (keys.every((k) => /^[\x20-\x7e]$/.test(k) && k !== '"' && k !== "\\" && k !== "/")) out.push(` | [\\\\] (["\\\\/bfnrt] | "u" [0-9a-fA-F]{4}) ${char}*`);
     };
     walk(root);
     // only "" declared: any non-empty key (the reference writes an empty group here, which

@@ -1,5 +1,6 @@
 export { buildGrammar, compileJsonSchema, jsonSchemaToGbnf } from "./builder.js";
-export type { CompileOptions, CompiledSchema, GrammarBuilder, GrammarOptions } from "./builder.js";
+export type { CompileOptions, CompiledSchema, GrammarBuilder, GrammarOptions, SchemaMode } from "./builder.js";
+export { checkSchemaDepth, MAX_JSON_DEPTH } from "./depth.js";
 export { gbnfFormatLiteral } from "./literal.js";
 export type { SchemaWarning, UnsupportedMode } from "./report.js";
 export { SchemaInfo } from "./schema-info.js";

@@ -20,7 +20,14 @@ export type SchemaNode =
   | { kind: "union"; alternatives: SchemaNode[] }
   | { kind: "const"; value: unknown }
   | { kind: "enum"; values: unknown[] }
-  | { kind: "object"; properties: Property[]; required: ReadonlySet<string>; additional: SchemaNode | boolean | null }
+  | {
+      kind: "object";
+      properties: Property[];
+      required: ReadonlySet<string>;
+      additional: SchemaNode | boolean | null;
+      /** default mode: the other keys are these patterns' (patternProperties), `additional` their value */
+      patternKeys?: string[];
+    }
   /** `allOf` merged into one object, or the intersection of its enums (GBNF literals, sorted). */
   | { kind: "all-of"; properties: Property[]; required: ReadonlySet<string>; enumLiterals: string[] }
   | { kind: "tuple"; items: SchemaNode[] }
@@ -32,7 +39,14 @@ export type SchemaNode =
   | { kind: "integer-range"; min: bigint | null; max: bigint | null }
   | { kind: "any-object" }
   | { kind: "any-value" }
-  | { kind: "primitive"; type: Exclude<JsonType, "object"> };
+  | { kind: "primitive"; type: Exclude<JsonType, "object"> }
+  // default mode only (normalize-default.ts)
+  /** Items by position, then `rest` for the others (null: no others), `min`..`max` in all. */
+  | { kind: "items"; prefix: SchemaNode[]; rest: SchemaNode | null; min: number; max: number }
+  /** A string matching an ECMA-262 pattern (and lengths), written over its JSON text. */
+  | { kind: "regex"; pattern: string; where: string; minLength: number; maxLength: number }
+  /** A number between bounds (null: none); `rule` is its GBNF (number-range.ts). */
+  | { kind: "number-range"; rule: string };
 
 export interface Property {
   readonly name: string;
@@ -56,8 +70,8 @@ export class Normalizer {
   private depth = 0;
 
   constructor(
-    private readonly refs: RefTable,
-    private readonly report: Reporter,
+    protected readonly refs: RefTable,
+    protected readonly report: Reporter,
   ) {}
 
   normalize(schema: unknown, where: string): SchemaNode {
@@ -70,7 +84,7 @@ export class Normalizer {
     }
   }
 
-  private node(schema: unknown, where: string): SchemaNode {
+  protected node(schema: unknown, where: string): SchemaNode {
     if (schema === null) return { kind: "any-object" }; // what the reference makes of an unresolved ref
     if (typeof schema === "boolean") {
       this.report.unsupported("boolean schema", `a boolean schema (${schema}) is not supported here; use {} or a typed schema`, where);
@@ -148,7 +162,7 @@ export class Normalizer {
   }
 
   /** Report each assertion keyword of `schema` that the chosen translation leaves out. */
-  private leftovers(schema: Json, where: string, consumed: readonly string[], produced: ReadonlySet<JsonType> | "all", context: string): void {
+  protected leftovers(schema: Json, where: string, consumed: readonly string[], produced: ReadonlySet<JsonType> | "all", context: string): void {
     for (const key of Object.keys(schema)) {
       if (consumed.includes(key) || CONTAINERS.has(key) || !ASSERTION_KEYWORDS.includes(key)) continue;
       if (!constrains(key, produced) || isVacuous(key, schema[key])) continue;
@@ -156,7 +170,7 @@ export class Normalizer {
     }
   }
 
-  private checkType(type: unknown, where: string): void {
+  protected checkType(type: unknown, where: string): void {
     const ok = (t: unknown): boolean => typeof t === "string" && JSON_TYPES.has(t);
     if (Array.isArray(type)) {
       if (type.length === 0) this.report.invalid("type must not be an empty array", where);
@@ -168,13 +182,13 @@ export class Normalizer {
     }
   }
 
-  private nonEmptyArray(v: unknown, where: string): unknown[] {
+  protected nonEmptyArray(v: unknown, where: string): unknown[] {
     if (!Array.isArray(v) || v.length === 0) this.report.invalid("must be a non-empty array", where);
     return v;
   }
 
   /** A non-negative integer keyword (`minItems`...), or undefined when absent. */
-  private count(schema: Json, key: string, where: string): number | undefined {
+  protected count(schema: Json, key: string, where: string): number | undefined {
     if (!has(schema, key)) return undefined;
     const v = schema[key];
     if (typeof v !== "number" || !Number.isInteger(v) || v < 0) {
@@ -249,7 +263,7 @@ export class Normalizer {
     return { kind: "enum", values };
   }
 
-  private requiredSet(schema: Json, where: string): Set<string> {
+  protected requiredSet(schema: Json, where: string): Set<string> {
     const required = schema["required"];
     if (required === undefined) return new Set();
     if (!Array.isArray(required) || !required.every((r) => typeof r === "string")) {
@@ -258,7 +272,7 @@ export class Normalizer {
     return new Set(required as string[]);
   }
 
-  private propertyList(props: unknown, where: string): Property[] {
+  protected propertyList(props: unknown, where: string): Property[] {
     if (!isObject(props)) this.report.invalid("properties must be an object", where);
     return Object.entries(props).map(([name, s]) => ({ name, schema: this.normalize(s, pointerJoin(where, name)) }));
   }

@@ -49,19 +49,22 @@ export function lookupPointer(root: unknown, ref: string): RefTarget | undefined
  * Record every `$ref` found anywhere in `root` (a worklist walk, no recursion depth limit) in
  * `table`. Unlike the reference, refs below an object that itself has `$ref` are resolved too.
  */
-export function resolveRefs(root: unknown, table: RefTable, report: RefReporter): void {
-  const work: Array<{ node: unknown; where: string }> = [{ node: root, where: "#" }];
+export function resolveRefs(root: unknown, table: RefTable, report: RefReporter, namesAreNames = false): void {
+  // namesAreNames (default mode): the members of `properties`/`patternProperties`/`$defs` are
+  // named subschemas, so a property called "$ref" is not a ref
+  const work: Array<{ node: unknown; where: string; names?: boolean }> = [{ node: root, where: "#" }];
   for (let item = work.pop(); item !== undefined; item = work.pop()) {
-    const { node, where } = item;
+    const { node, where, names } = item;
     if (Array.isArray(node)) {
       node.forEach((child, i) => work.push({ node: child, where: pointerJoin(where, i) }));
       continue;
     }
     if (!isObject(node)) continue;
     for (const [key, child] of Object.entries(node)) {
-      if (key !== "$ref") work.push({ node: child, where: pointerJoin(where, key) });
+      const holdsNames = namesAreNames && !names && ["properties", "patternProperties", "$defs", "definitions", "dependentSchemas"].includes(key);
+      if (key !== "$ref" || names) work.push({ node: child, where: pointerJoin(where, key), ...(holdsNames ? { names: true } : {}) });
     }
-    if (!Object.hasOwn(node, "$ref")) continue;
+    if (names || !Object.hasOwn(node, "$ref")) continue;
     const ref = node["$ref"];
     const refWhere = pointerJoin(where, "$ref");
     if (typeof ref !== "string") {

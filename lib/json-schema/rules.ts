@@ -65,6 +65,32 @@ export const STRING_FORMAT_RULES: ReadonlyMap<string, BuiltinRule> = new Map([
   ["date-time-string", { content: '"\\"" date-time "\\""', deps: ["date-time"] }],
 ]);
 
+/**
+ * The default mode's replacements (docs/json-schema.md, "Default mode"): numbers as RFC 8259 has
+ * them (any count of digits, exponents with leading zeros: `1.256e-06`), and a string character
+ * that is any JSON string character (DEL raw, `\/`), where the reference bounds digits at 16 and
+ * refuses both.
+ */
+export const DEFAULT_MODE_RULES: ReadonlyMap<string, BuiltinRule> = new Map([
+  ["decimal-part", { content: "[0-9]+", deps: [] }],
+  ["integral-part", { content: "[0] | [1-9] [0-9]*", deps: [] }],
+  [
+    "number",
+    {
+      content: '("-"? integral-part) ("." decimal-part)? ([eE] [-+]? [0-9]+)?',
+      deps: ["integral-part", "decimal-part"],
+    },
+  ],
+  ["char", { content: '[^"\\\\\\x00-\\x1F] | [\\\\] (["\\\\/bfnrt] | "u" [0-9a-fA-F]{4})', deps: [] }],
+]);
+
+/** The built-in rule `name` of a mode. */
+export function builtinRule(name: string, reference: boolean): BuiltinRule {
+  const rule = (reference ? undefined : DEFAULT_MODE_RULES.get(name)) ?? PRIMITIVE_RULES.get(name) ?? STRING_FORMAT_RULES.get(name);
+  if (rule === undefined) throw internalError(`unknown built-in rule ${name}`);
+  return rule;
+}
+
 const RESERVED_NAMES = new Set(["root", ...PRIMITIVE_RULES.keys(), ...STRING_FORMAT_RULES.keys()]);
 
 /** Names a schema may not claim for itself (a trailing `-` is added instead). */
@@ -90,7 +116,8 @@ export function buildRepetition(item: string, min: number, max: number, separato
 export class RuleSet {
   private rules = new Map<string, string>();
 
-  constructor() {
+  /** `reference`: llama.cpp's built-in rules; otherwise the default mode's ({@link DEFAULT_MODE_RULES}). */
+  constructor(readonly reference = true) {
     this.rules.set("space", SPACE_RULE);
   }
 
@@ -120,9 +147,7 @@ export class RuleSet {
   addPrimitive(name: string, rule: BuiltinRule): string {
     const used = this.add(name, rule.content);
     for (const dep of rule.deps) {
-      const depRule = PRIMITIVE_RULES.get(dep) ?? STRING_FORMAT_RULES.get(dep);
-      if (depRule === undefined) throw internalError(`unknown built-in rule ${dep}`);
-      if (!this.rules.has(dep)) this.addPrimitive(dep, depRule);
+      if (!this.rules.has(dep)) this.addPrimitive(dep, builtinRule(dep, this.reference));
     }
     return used;
   }

@@ -3,6 +3,7 @@
  * `common_schema_info`): mainly whether a value may be a string, so a tool argument can be taken
  * as raw text.
  */
+import { checkSchemaDepth } from "./depth.js";
 import { resolveRefs, type RefTable } from "./refs.js";
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
@@ -13,11 +14,13 @@ export class SchemaInfo {
 
   /** Register the local `$ref`s of `schema`; refs that cannot be resolved are skipped (as in the reference). */
   resolveRefs(schema: unknown): void {
+    checkSchemaDepth(schema, "#");
     resolveRefs(schema, this.refs, { unsupported: () => {}, invalid: () => {} });
   }
 
   /** True when some branch of `schema` (through anyOf/oneOf/allOf/$ref/type lists) admits a string. */
   resolvesToString(schema: unknown): boolean {
+    checkSchemaDepth(schema, "#");
     const visited = new Set<string>();
     const check = (s: unknown): boolean => {
       if (!isObject(s)) return false;

@@ -12,6 +12,10 @@
 //   sampler.diff {seed, cases, steps, nVocab | path, grammars?} -> the Sampler's fast path vs its
 //                                                           full path (sampler-diff.cpp)
 //   sampler.bench {nVocab, steps, temperature?, topK?, ...} -> µs per token, fast and full path
+//   schema.check {path, gbnf, instances: [text], timeMask?} -> per instance: accepted (every token
+//                                                           admitted, then end of text), the token it
+//                                                           failed at; mask µs per token when timed
+//                                                           (scripts/bench-schemas.mjs, MaskBench)
 #include <llama.h>
 
 #include <algorithm>
@@ -572,6 +576,57 @@ json CmdTriggerBench(const json& req) {
   return result;
 }
 
+// MaskBench's protocol for one schema: each instance tokenized without special tokens and fed token
+// by token (the mask must admit each token, as in generation), then the end-of-generation token must
+// be admitted. With timeMask every step computes the full mask and its time is returned.
+json CmdSchemaCheck(const json& req) {
+  LoadedVocab& v = Load(req.at("path").get<std::string>());
+  GrammarSpec spec = SpecOf(req);
+  spec.lazy = false;
+  const bool timeMask = req.value("timeMask", false);
+  const llama_token eos = llama_vocab_eos(v.vocab);
+  json results = json::array();
+  json maskUs = json::array();
+  double createMs = 0;
+  for (const auto& tj : req.at("instances")) {
+    std::string text = tj.get<std::string>();
+    std::vector<llama_token> tokens;
+    {
+      std::vector<llama_token> out(text.size() + 8);
+      int n = llama_tokenize(v.vocab, text.data(), static_cast<int32_t>(text.size()), out.data(), static_cast<int32_t>(out.size()), false, false);
+      if (n < 0) throw std::runtime_error("tokenize failed");
+      out.resize(static_cast<size_t>(n));
+      tokens = std::move(out);
+    }
+    Failure f;
+    auto t0 = Clock::now();
+    auto g = GrammarState::Create(v.vocab, &v.holder, spec, &f);
+    createMs += MsSince(t0);
+    if (!g) return {{"invalid", f.message}};
+    bool ok = true;
+    int64_t at = -1;
+    TokenBits bits;
+    for (size_t i = 0; i <= tokens.size() && ok; i++) {
+      const llama_token t = i < tokens.size() ? tokens[i] : eos;
+      bool admitted;
+      if (timeMask) {
+        t0 = Clock::now();
+        if (!g->Mask(&bits, false, &f)) throw std::runtime_error("mask failed: " + f.message);
+        maskUs.push_back(MsSince(t0) * 1000);
+        admitted = bits.Test(t);
+      } else {
+        admitted = g->Admits(t, &f);
+      }
+      if (!admitted || (i < tokens.size() && !g->Accept(t, &f))) {
+        ok = false;
+        at = static_cast<int64_t>(i);
+      }
+    }
+    results.push_back({{"accepted", ok}, {"at", at}, {"tokens", tokens.size()}});
+  }
+  return {{"results", results}, {"maskUs", maskUs}, {"createMs", createMs}};
+}
+
 }  // namespace
 
 int main() {
@@ -604,6 +659,8 @@ int main() {
         result = CmdSamplerDiff(req);
       } else if (cmd == "sampler.bench") {
         result = CmdSamplerBench(req);
+      } else if (cmd == "schema.check") {
+        result = CmdSchemaCheck(req);
       } else if (cmd == "ping") {
         result = {{"pong", true}};
       } else {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { buildGrammar, gbnfFormatLiteral } from "../../lib/json-schema/index.js";
+import { buildGrammar, gbnfFormatLiteral } from "./json-schema-reference-mode.js";
 import { jsonDump, sanitizeRuleName } from "../../lib/json-schema/literal.js";
 
 const SPACE = 'space ::= | " " | "\\n"{1,2} [ \\t]{0,20}\n';

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { LlamapegError } from "../../lib/errors.js";
-import { compileJsonSchema, jsonSchemaToGbnf } from "../../lib/json-schema/index.js";
+import { compileJsonSchema, jsonSchemaToGbnf } from "./json-schema-reference-mode.js";
 
 interface Case {
   id: string;

@@ -6,7 +6,7 @@ import { describe, expect, it } from "vitest";
 
 import { LlamapegError } from "../../lib/errors.js";
 import { checkGbnf } from "../../lib/gbnf/index.js";
-import { compileJsonSchema, jsonSchemaToGbnf } from "../../lib/json-schema/index.js";
+import { compileJsonSchema, jsonSchemaToGbnf } from "./json-schema-reference-mode.js";
 
 function invalid(schema: unknown): LlamapegError {
   try {

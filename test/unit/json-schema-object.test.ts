@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { jsonSchemaToGbnf } from "../../lib/json-schema/index.js";
+import { jsonSchemaToGbnf } from "./json-schema-reference-mode.js";
 import { gbnfToRegExp } from "./json-schema-gbnf-to-regex.js";
 
 /** The language of the rule that matches additional-property keys (JSON strings other than `names`). */

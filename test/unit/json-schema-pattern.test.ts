@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { LlamapegError } from "../../lib/errors.js";
-import { compileJsonSchema, jsonSchemaToGbnf } from "../../lib/json-schema/index.js";
+import { compileJsonSchema, jsonSchemaToGbnf } from "./json-schema-reference-mode.js";
 import { gbnfToRegExp } from "./json-schema-gbnf-to-regex.js";
 
 /** The strings (JSON-encoded, with quotes) the grammar for `pattern` accepts. */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { LlamapegError } from "../../lib/errors.js";
-import { SchemaInfo, buildGrammar, jsonSchemaToGbnf } from "../../lib/json-schema/index.js";
+import { SchemaInfo, buildGrammar, jsonSchemaToGbnf } from "./json-schema-reference-mode.js";
 
 const code = (fn: () => unknown): string | undefined => {
   try {

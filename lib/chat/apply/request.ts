@@ -9,7 +9,7 @@
  * empty). llama.cpp's own `json_schema` field wins when both are given; empty, it constrains nothing.
  */
 import { LlamapegError } from "../../errors.js";
-import { compileJsonSchema } from "../../json-schema/index.js";
+import { checkSchemaDepth, compileJsonSchema } from "../../json-schema/index.js";
 import type { TemplateAnalysisOverrides } from "../analysis/types.js";
 import { parseChatMessages, type ChatMessage } from "../messages.js";
 import type { ChatTool } from "../tools.js";
@@ -145,6 +145,13 @@ function checkTools(tools: unknown): ChatTool[] | null {
     seen.add(fn.name);
     if (fn.description !== undefined && typeof fn.description !== "string") invalid("description must be a string", `${at}.function.description`);
     if (fn.parameters !== undefined && !isObject(fn.parameters)) invalid("parameters must be a JSON schema object", `${at}.function.parameters`);
+    if (fn.parameters !== undefined) {
+      try {
+        checkSchemaDepth(fn.parameters, "#"); // before the template, the cache key or the compiler recurse over it
+      } catch (e) {
+        invalid((e as Error).message, `${at}.function.parameters`);
+      }
+    }
   });
   return tools as ChatTool[];
 }
@@ -170,10 +177,12 @@ const compiled = new Set<string>();
 /** A schema that cannot be compiled at all is a request error (keywords the grammar cannot enforce are not). */
 function compiles(schema: Record<string, unknown> | null, where: string): Record<string, unknown> | null {
   if (schema === null) return null;
-  const text = JSON.stringify(schema);
-  if (compiled.has(text)) return schema;
+  let text = "";
   try {
-    compileJsonSchema(schema, { unsupported: "ignore" });
+    checkSchemaDepth(schema, "#"); // before JSON.stringify recurses over it
+    text = JSON.stringify(schema);
+    if (compiled.has(text)) return schema;
+    compileJsonSchema(schema, { unsupported: "ignore", schemaMode: "reference" });
     if (compiled.size >= 64) compiled.delete(compiled.values().next().value!);
     compiled.add(text);
   } catch (e) {

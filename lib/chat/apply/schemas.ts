@@ -5,7 +5,7 @@
  * exact grammars.
  */
 import { LlamapegError } from "../../errors.js";
-import { compileJsonSchema } from "../../json-schema/index.js";
+import { checkSchemaDepth, compileJsonSchema } from "../../json-schema/index.js";
 import type { ChatTool } from "../tools.js";
 
 const PERMISSIVE = { type: "object" } as const;
@@ -38,7 +38,7 @@ function enforceable(schema: Record<string, unknown>, where: string, warnings: s
   let copy: Record<string, unknown> | null = null; // copied only when something is dropped
   // Each pass drops what the compiler reported; dropping a keyword can expose another one below it.
   for (let pass = 0; pass < 16; pass++) {
-    const { warnings: found } = compileJsonSchema(copy ?? schema, { unsupported: "ignore" });
+    const { warnings: found } = compileJsonSchema(copy ?? schema, { unsupported: "ignore", schemaMode: "reference" });
     if (found.length === 0) return { schema: copy ?? schema, clean: copy === null };
     copy ??= structuredClone(schema);
     let dropped = false;
@@ -66,6 +66,7 @@ export function sanitizeToolSchemas(tools: readonly ChatTool[], warnings: string
     const params = tool.function.parameters;
     if (params === undefined) return tool;
     const where = `tools[${i}].function.parameters (${tool.function.name})`;
+    checkSchemaDepth(params, where); // before anything recurses over it (JSON.stringify included)
     const key = `${i}\0${tool.function.name}\0${JSON.stringify(params)}`;
     let hit = degraded.get(key);
     if (hit === undefined) {
@@ -73,7 +74,7 @@ export function sanitizeToolSchemas(tools: readonly ChatTool[], warnings: string
       let schema: Record<string, unknown> | null;
       try {
         const e = enforceable(params, where, own);
-        if (!e.clean) compileJsonSchema(e.schema); // anything still unsupported falls through to the catch
+        if (!e.clean) compileJsonSchema(e.schema, { schemaMode: "reference" }); // anything still unsupported falls through to the catch
         schema = e.clean ? null : e.schema;
       } catch (e) {
         if (!(e instanceof LlamapegError)) throw e;
@@ -96,7 +97,7 @@ export function sanitizeToolSchemas(tools: readonly ChatTool[], warnings: string
 export function enforceableResponseSchema(schema: Record<string, unknown>, where: string, warnings: string[]): Record<string, unknown> {
   try {
     const out = enforceableSchema(schema, where, warnings);
-    compileJsonSchema(out);
+    compileJsonSchema(out, { schemaMode: "reference" });
     return out;
   } catch (e) {
     if (e instanceof LlamapegError) throw new LlamapegError("ERR_INVALID_REQUEST", `${where}: ${e.message}`, { where, cause: e });
