@@ -251,8 +251,65 @@ export function truthy(v: JValue): boolean {
   }
 }
 
-/** C++ `std::to_string(double)` ("%f") with trailing zeros removed but one decimal kept. */
+/**
+ * How floats print. "python" (the default): as Python's Jinja, which the models were trained on:
+ * `repr` (shortest round-trip, `1e-09`, `2.0`) for `{{ x }}` and `| string`, `json.dumps` for
+ * `tojson`. "reference": as llama.cpp's engine (`%f` trimmed, `%g` in JSON: 6 significant digits).
+ * Set per render (render.ts); renders are synchronous, so one module-level setting is enough.
+ */
+export type NumberStyle = "python" | "reference";
+let numberStyle: NumberStyle = "python";
+
+/** Runs `f` with floats printed in `style`, restoring the previous style afterwards. */
+export function withNumberStyle<T>(style: NumberStyle, f: () => T): T {
+  const prev = numberStyle;
+  numberStyle = style;
+  try {
+    return f();
+  } finally {
+    numberStyle = prev;
+  }
+}
+
+/** The style renders print floats in now. */
+export const currentNumberStyle = (): NumberStyle => numberStyle;
+
+/**
+ * Python's `repr(float)`: the shortest digits that round-trip, fixed notation for decimal
+ * exponents -4..15 (always with a fractional part), else `d.ddde±XX`.
+ */
+export function pythonFloatRepr(x: number): string {
+  if (Number.isNaN(x)) return "nan";
+  if (!Number.isFinite(x)) return x < 0 ? "-inf" : "inf";
+  if (x === 0) return Object.is(x, -0) ? "-0.0" : "0.0";
+  const [mant, ex] = x.toExponential().split("e") as [string, string];
+  const e = Number(ex);
+  const neg = mant.startsWith("-");
+  const digits = mant.replace(/^-/, "").replace(".", "");
+  const sign = neg ? "-" : "";
+  if (e < -4 || e >= 16) {
+    const m = digits.length > 1 ? `${digits[0]}.${digits.slice(1)}` : digits;
+    return `${sign}${m}e${e < 0 ? "-" : "+"}${String(Math.abs(e)).padStart(2, "0")}`;
+  }
+  if (e < 0) return `${sign}0.${"0".repeat(-e - 1)}${digits}`;
+  const int = digits.slice(0, e + 1).padEnd(e + 1, "0");
+  const frac = digits.slice(e + 1);
+  return `${sign}${int}.${frac === "" ? "0" : frac}`;
+}
+
+/** Python's `json.dumps` of a float (`repr`, with NaN / Infinity spelled as JavaScript does). */
+function pythonFloatJson(x: number): string {
+  if (Number.isNaN(x)) return "NaN";
+  if (!Number.isFinite(x)) return x < 0 ? "-Infinity" : "Infinity";
+  return pythonFloatRepr(x);
+}
+
+/**
+ * A float as `{{ x }}` prints it: Python's repr, or in the reference style C++
+ * `std::to_string(double)` ("%f") with trailing zeros removed but one decimal kept.
+ */
 export function floatToString(x: number): string {
+  if (numberStyle === "python") return pythonFloatRepr(x);
   if (Number.isNaN(x)) return x < 0 ? "-nan" : "nan";
   if (!Number.isFinite(x)) return x < 0 ? "-inf" : "inf";
   let out = x.toFixed(6);
@@ -261,8 +318,9 @@ export function floatToString(x: number): string {
   return out;
 }
 
-/** C++ `ostream << double` (default precision 6, i.e. printf "%g"), used by tojson. */
+/** A float in JSON (tojson): `json.dumps`, or in the reference style C++ `ostream << double` (default precision 6, i.e. printf "%g"). */
 export function floatToJson(x: number): string {
+  if (numberStyle === "python") return pythonFloatJson(x);
   if (Number.isNaN(x)) return "nan";
   if (!Number.isFinite(x)) return x < 0 ? "-inf" : "inf";
   if (x === 0) return Object.is(x, -0) ? "-0" : "0";
@@ -477,7 +535,7 @@ const jsonMemo = new WeakMap<object, Map<string, JsonMemo>>();
 /** {@link toJsonMarked}, reusing the JSON of an object or array that has not changed since. */
 export function toJsonMemo(v: JValue, indent: number, itemSep: string, keySep: string): { v: string; m?: Marks } {
   if (v.kind !== "object" && v.kind !== "array") return toJsonMarked(v, indent, itemSep, keySep);
-  const key = `${indent}\u0000${itemSep}\u0000${keySep}`;
+  const key = `${indent}\u0000${itemSep}\u0000${keySep}\u0000${numberStyle}`;
   let memos = jsonMemo.get(v);
   const hit = memos?.get(key);
   if (hit !== undefined && hit.changes === changes && chargeAgain(hit.steps, hit.allocation, hit.limits)) return hit.json;
