@@ -217,6 +217,14 @@ function readBack(lib, plan, text, calls) {
 
 const RANK = { exact: 3, mismatch: 2, error: 1, lost: 0 };
 
+/** The turn names each function at least as often as the calls do (a template that drops parallel calls does not). */
+function showsEveryCall(turn, calls) {
+  const want = new Map();
+  for (const k of calls) want.set(k.name, (want.get(k.name) ?? 0) + 1);
+  for (const [name, n] of want) if (turn.split(name).length - 1 < n) return false;
+  return true;
+}
+
 /**
  * Runs every case through one template. Returns null when the template takes no tools (no tool
  * grammar); else counts per outcome, `unrenderable` (the turn does not show every call's name: the
@@ -241,7 +249,7 @@ export function roundTripTemplate(lib, source, cases, { extra = {}, now = new Da
     } catch {
       turn = null;
     }
-    if (turn === null || !c.calls.every((k) => turn.includes(k.name))) {
+    if (turn === null || !showsEveryCall(turn, c.calls)) {
       stats.unrenderable++;
       continue;
     }

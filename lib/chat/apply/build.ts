@@ -183,6 +183,7 @@ function buildPart(source: string, req: NormalizedApplyRequest, tools: ChatTool[
     thinkingStartTag: plan.thinkingStartTag,
     thinkingEndTags: plan.thinkingEndTags,
     ...(required ? { toolCallsRequired: true } : {}),
+    ...(req.referenceMode ? { referenceMode: true } : {}),
     warnings,
     parser,
   };
