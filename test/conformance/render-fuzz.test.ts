@@ -133,7 +133,7 @@ describe("random conversations", () => {
         const ref = await h.request<{ output: string }>("jinja.render", { template: source, context, now: NOW });
         let ours: string | undefined;
         try {
-          ours = renderTemplate(source, context, { now: new Date(NOW), numbers: "reference" });
+          ours = renderTemplate(source, context, { now: new Date(NOW), printing: "reference" });
         } catch (e) {
           if (!(e instanceof LlamapegError)) throw e;
         }
