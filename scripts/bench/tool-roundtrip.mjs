@@ -146,7 +146,7 @@ function renderedTurn(lib, source, tools, calls, generationPrompt, now) {
   }
   let suffix = 0;
   while (suffix < turn.length && suffix < other.length && turn[turn.length - 1 - suffix] === other[other.length - 1 - suffix]) suffix++;
-  return turn.slice(0, turn.length - suffix);
+  return { text: turn.slice(0, turn.length - suffix), suffix: turn.slice(turn.length - suffix) };
 }
 
 // One trailing marker token (an end-of-turn token the sampler stops on), as in grammar-admits-calls.
@@ -157,8 +157,14 @@ const TRAILING_MARKER = /\s*(?:<[|｜][^<>]*[|｜]>|<\|[^<>|]+>|<[^<>|]+\|>|<SPE
  * markers off; where the generation prompt opens a reasoning block that the history does not show,
  * the block's end first (the model closes its reasoning before it calls).
  */
-function candidates(output, plan) {
+function candidates(output, plan, suffix = "") {
   const starts = [output, output.trimStart(), output.replace(/^\s*<think>\s*<\/think>\s*/, "")];
+  // the shared end-of-turn suffix may begin with the format's own closing marker (Kimi K3's `<|sep|>`)
+  const lead = /^\s*<[|｜][^<>]*[|｜]>/u.exec(suffix);
+  if (lead !== null) starts.push(output + lead[0]);
+  // ... or the suffix was found inside a marker (`<|calls` + `|>`): complete it
+  const tail = /^[^<>\s]*?[|｜]>/u.exec(suffix);
+  if (tail !== null && /<[|｜][^<>]*$/u.test(output)) starts.push(output + tail[0]);
   const open = plan.thinkingStartTag;
   if (open !== "" && plan.generationPrompt.trimEnd().endsWith(open.trimEnd()) && plan.thinkingEndTags.length > 0) {
     for (const s of [...starts]) starts.push(`${plan.thinkingEndTags[0]}${s}`, `${plan.thinkingEndTags[0]}\n\n${s.trimStart()}`);
@@ -249,12 +255,12 @@ export function roundTripTemplate(lib, source, cases, { extra = {}, now = new Da
     } catch {
       turn = null;
     }
-    if (turn === null || !showsEveryCall(turn, c.calls)) {
+    if (turn === null || !showsEveryCall(turn.text, c.calls)) {
       stats.unrenderable++;
       continue;
     }
     let best = null;
-    for (const text of candidates(turn, plan)) {
+    for (const text of candidates(turn.text, plan, turn.suffix)) {
       const r = readBack(lib, plan, text, c.calls);
       if (best === null || RANK[r.outcome] > RANK[best.outcome] || (r.outcome === best.outcome && r.admitted && !best.admitted)) best = { ...r, text };
       if (r.outcome === "exact" && r.admitted) break;
