@@ -8,6 +8,7 @@ import type { PegAst } from "../peg/ast.js";
 import type { PegParseResult } from "../peg/parse.js";
 import { formatMapper, type FormatAstView } from "./formats/registry.js";
 import { mapChatAst, type MapperAst, type MapperNode } from "./mapper.js";
+import { closeCutCalls, describeCutCall } from "./cut-calls.js";
 import { emptyAssistantMessage, type AssistantMessage } from "./messages.js";
 import type { ChatInputParser, ChatPlan } from "./plan.js";
 
@@ -50,6 +51,15 @@ function mapperView(ast: PegAst, input: Uint8Array, partial: boolean): MapperAst
     },
     consumed: () => consumed,
   };
+}
+
+/** Whether bytes after `end` hold more than whitespace. */
+function unreadRest(input: Uint8Array, end: number): boolean {
+  for (let i = end; i < input.length; i++) {
+    const b = input[i]!;
+    if (b !== 0x20 && b !== 0x0a && b !== 0x0d && b !== 0x09) return true;
+  }
+  return false;
 }
 
 /** Whether the plan's format rebuilds messages with its own mapper instead of `mapChatAst`. */
@@ -105,6 +115,12 @@ export function runChatParser(plan: ChatPlan, input: Uint8Array, partial: boolea
   if (result.type === "fail" && !(partial && result.end > 0)) {
     return { message: emptyAssistantMessage(), result, consumed: 0, failure: { position: result.end, reason: `the model output does not match the expected ${plan.format} format` } };
   }
+  if (!partial && plan.referenceMode !== true && result.type === "success" && unreadRest(input, result.end)) {
+    // The reference's lenient final parse stops where the format stops matching and drops the
+    // rest (a call whose value the grammar does not take vanishes, with no error): here the rest is
+    // a failure, so the session keeps it as content with a parse_error.
+    return { message: emptyAssistantMessage(), result, consumed: 0, failure: { position: result.end, reason: `the model output does not match the expected ${plan.format} format` } };
+  }
   const view = mapperView(result.ast, input, partial);
   const special = formatMapper(plan.format);
   const message = special !== undefined ? special(formatView(result.ast, view)) : mapChatAst(view);
@@ -124,7 +140,9 @@ export interface ParseChatOutputOptions {
 /**
  * One-shot parse of a whole (or, with `partial`, a cut) model output into an assistant message.
  * Throws `ERR_CHAT_PARSE` (with the byte position in `where`) when the output does not match the
- * plan's format.
+ * plan's format. A whole output's call cut inside its arguments comes back closed where it stands
+ * (cut-calls.ts), or, where appending cannot make it JSON, is an ERR_CHAT_PARSE naming the call;
+ * with a plan made in reference mode, its arguments stay as they are (as llama.cpp's).
  */
 export function parseChatOutput(plan: ChatPlan, text: string | Uint8Array, options: ParseChatOutputOptions = {}): AssistantMessage {
   const partial = options.partial === true;
@@ -140,6 +158,11 @@ export function parseChatOutput(plan: ChatPlan, text: string | Uint8Array, optio
   if (failure !== null) {
     const pos = Math.max(0, failure.position - prompt.length);
     throw new LlamapegError("ERR_CHAT_PARSE", `${failure.reason} at byte ${pos}: ${JSON.stringify(snippet(out, pos))}`, { where: `byte ${pos}` });
+  }
+  if (!partial && plan.referenceMode !== true) {
+    // a call cut inside its arguments is closed where it stands; one that cannot be is an error
+    const bad = closeCutCalls(message).find((c) => !c.closed);
+    if (bad !== undefined) throw new LlamapegError("ERR_CHAT_PARSE", describeCutCall(bad, message.tool_calls[bad.index]!.function.name), { where: `tool_calls[${bad.index}]` });
   }
   return message;
 }

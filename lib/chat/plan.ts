@@ -62,6 +62,11 @@ export interface ChatPlan {
    * answer. Default false.
    */
   toolCallsRequired?: boolean;
+  /**
+   * Made with `reference_mode`: a finished output's cut call keeps its arguments as they stand (not
+   * JSON), as llama.cpp's; otherwise they are closed and reported (cut-calls.ts). Default false.
+   */
+  referenceMode?: boolean;
   /** Parses the output; `null` means plain content (everything is `content`). */
   parser: ChatParser | null;
 }

@@ -20,6 +20,7 @@ import { cloneAssistantMessage, emptyAssistantMessage, type AssistantMessage, ty
 import { completeUtf8Prefix, hasFormatMapper, runChatParser } from "./parse.js";
 import type { ChatInputParser, ChatPlan } from "./plan.js";
 import { ContentStream, type StreamFrame, StreamMapper } from "./stream-mapper.js";
+import { closeCutCalls, describeCutCall } from "./cut-calls.js";
 import { GREW, SAME } from "./text-fields.js";
 
 export interface ChatParseErrorEvent {
@@ -228,9 +229,19 @@ export class ChatSession {
   }
 
   private emit(next: AssistantMessage, consumed: number, partial: boolean, events: ChatEvent[], change: MessageChange | null = null): ChatFrame {
+    const closing = !partial && this.plan.referenceMode !== true;
     if (isEmpty(next) && !isEmpty(this.message)) {
       // Like the reference server: an empty parse keeps the last message.
-      return { message: this.message, deltas: [], events };
+      if (!closing) return { message: this.message, deltas: [], events };
+      next = cloneAssistantMessage(this.message);
+      change = null;
+    }
+    if (closing) {
+      // A call cut inside its arguments: closed by appending (it still extends what was streamed), and reported.
+      const cut = closeCutCalls(next);
+      if (cut.length > 0) change = null;
+      const position = Math.max(0, this.input.length - this.promptLength);
+      for (const c of cut) events.push({ type: "parse_error", code: "ERR_CHAT_PARSE", position, token: null, message: describeCutCall(c, next.tool_calls[c.index]!.function.name) });
     }
     this.assignIds(next);
     const problem = change !== null ? extensionProblem(this.message, next, change) : notAnExtension(this.message, next);

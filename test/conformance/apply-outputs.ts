@@ -45,7 +45,7 @@ export function referenceRequest(conv: Conversation, messages: unknown[], addGen
   };
 }
 
-/** Our request for the same conversation, with the reference's semantics (`required` lets text come first). */
+/** Our request for the same conversation, with the reference's semantics (`required` lets text come first, reference mode). */
 export function ourRequest(conv: Conversation): ApplyChatRequest {
   return {
     messages: conv.messages,
@@ -56,6 +56,7 @@ export function ourRequest(conv: Conversation): ApplyChatRequest {
     bos_token: BOS,
     eos_token: EOS,
     now: new Date(NOW),
+    reference_mode: true,
   } as ApplyChatRequest;
 }
 

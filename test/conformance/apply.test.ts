@@ -374,7 +374,7 @@ describe("applyChatTemplate vs the reference on bad templates", () => {
       const ref = await h.request<any>("chat.templates_apply", { template: source, request: { ...c.request, reasoning_format: "auto", now: NOW } });
       let ours: AppliedChatPlan | LlamapegError;
       try {
-        ours = applyChatTemplate(source, { ...(c.request as unknown as ApplyChatRequest), reasoning_format: "auto", now: new Date(NOW) });
+        ours = applyChatTemplate(source, { ...(c.request as unknown as ApplyChatRequest), reasoning_format: "auto", now: new Date(NOW), reference_mode: true });
       } catch (e) {
         expect(e).toBeInstanceOf(LlamapegError);
         ours = e as LlamapegError;

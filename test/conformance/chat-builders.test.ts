@@ -211,7 +211,7 @@ describe("chat builder conformance", () => {
       // The same combinators as the compiled C++ helpers: the same arena, compared structurally.
       expect(structuralArena(arena.toJSON())).toEqual(structuralArena(built.arena));
       totals.identicalArenas++;
-      const plan = chatPlan(arena);
+      const plan = chatPlan(arena, { referenceMode: true });
       for (const text of c.inputs) {
         const bytes = encoder.encode(text);
         for (let cut = 0; cut <= bytes.length; cut++) {

@@ -182,7 +182,7 @@ describe("chat output parser vs the reference autoparser", () => {
           });
           totals.grammars++;
         }
-        const plan = chatPlan(arena, { generationPrompt: applied.result.generation_prompt });
+        const plan = chatPlan(arena, { generationPrompt: applied.result.generation_prompt, referenceMode: true });
         const params = { format: "peg-native", generation_prompt: applied.result.generation_prompt, parser_text: applied.result.parser_text };
         for (const text of sampleOutputs(format)) {
           const bytes = encoder.encode(text);

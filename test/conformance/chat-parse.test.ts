@@ -62,7 +62,7 @@ describe("chat parse and diff conformance", () => {
     it(g.name, async () => {
       const arena = g.build();
       const format = g.format ?? "peg-native";
-      const plan = chatPlan(arena, { generationPrompt: g.generationPrompt, format });
+      const plan = chatPlan(arena, { generationPrompt: g.generationPrompt, format, referenceMode: true });
       const params = { format, generation_prompt: g.generationPrompt, parser: arena.toJSON() };
       for (const text of [...g.valid, ...g.broken]) {
         const bytes = encoder.encode(text);

@@ -133,7 +133,7 @@ describe("random conversations", () => {
         const ref = await h.request<{ output: string }>("jinja.render", { template: source, context, now: NOW });
         let ours: string | undefined;
         try {
-          ours = renderTemplate(source, context, { now: new Date(NOW) });
+          ours = renderTemplate(source, context, { now: new Date(NOW), printing: "reference" });
         } catch (e) {
           if (!(e instanceof LlamapegError)) throw e;
         }
@@ -156,7 +156,7 @@ describe("random conversations", () => {
         let ours: string | undefined;
         let err = "";
         try {
-          ours = renderChatTemplate(source, { ...request, bos_token: "<s>", eos_token: "</s>", now: new Date(NOW) });
+          ours = renderChatTemplate(source, { ...request, bos_token: "<s>", eos_token: "</s>", now: new Date(NOW), reference_mode: true });
         } catch (e) {
           if (!(e instanceof LlamapegError)) throw e;
           err = e.message;

@@ -93,7 +93,7 @@ async function compare(source: string, conv: Conversation): Promise<Status> {
     eos_token: EOS,
     request: { ...request, now: NOW },
   });
-  const ourRequest = { ...request, bos_token: BOS, eos_token: EOS, now: new Date(NOW) };
+  const ourRequest = { ...request, bos_token: BOS, eos_token: EOS, now: new Date(NOW), reference_mode: true };
   let ours: string | undefined;
   let ourError: unknown;
   try {
@@ -124,7 +124,7 @@ async function compare(source: string, conv: Conversation): Promise<Status> {
   const prepared = prepareChatContext(source, ourRequest);
   const vars = conv.add_generation_prompt ? { ...prepared.variables, add_generation_prompt: true } : prepared.variables;
   const engine = await h.request<{ output: string }>("jinja.render", { template: prepared.source, context: vars, now: NOW });
-  const mine = renderTemplate(prepared.source, vars, { now: new Date(NOW) });
+  const mine = renderTemplate(prepared.source, vars, { now: new Date(NOW), printing: "reference" });
   if (engine.ok && engine.result!.output === mine)
     return { kind: "identical-engine", note: `reference apply failed (${oneLine(refError)}); same text from its Jinja engine` };
   return { kind: "differs", why: `reference fails (${oneLine(refError)}), ours renders` };
@@ -179,7 +179,7 @@ describe("engine parity with llama.cpp's Jinja runtime", () => {
         const ref = await h.request<{ output: string }>("jinja.render", { template: source, context, now: NOW });
         let ours: string | undefined;
         try {
-          ours = renderTemplate(source, context, { now: new Date(NOW) });
+          ours = renderTemplate(source, context, { now: new Date(NOW), printing: "reference" });
         } catch (e) {
           expect(e).toBeInstanceOf(LlamapegError);
         }

@@ -38,8 +38,8 @@ describe("finished outputs", () => {
     expect(message.content).toBe("No tool needed, it is sunny.");
   });
 
-  it("a tool call cut short (max_tokens) is that call with its arguments so far, as the reference reads it", () => {
-    const p = plan({ tools: TOOLS });
+  it("reference mode: a tool call cut short (max_tokens) is that call with its arguments so far, as the reference reads it", () => {
+    const p = { ...plan({ tools: TOOLS }), referenceMode: true };
     const cut = 'Let me check. <tool_call>{"name": "get_current_weather", "arguments": {"loca';
     const whole = parseChatOutput(p, cut);
     expect(whole.content).toBe("Let me check. ");
@@ -47,6 +47,22 @@ describe("finished outputs", () => {
     const { message, events } = stream(p, cut);
     expect(events).toEqual([]);
     expect(message.tool_calls.map((c) => c.function)).toEqual(whole.tool_calls.map((c) => c.function));
+  });
+
+  it("a cut call is closed where it stands and reported, or (where appending cannot close it) a parse error", () => {
+    const p = plan({ tools: TOOLS });
+    const closable = 'Let me check. <tool_call>{"name": "get_current_weather", "arguments": {"location": "Par';
+    expect(parseChatOutput(p, closable).tool_calls.map((c) => c.function)).toEqual([{ name: "get_current_weather", arguments: '{"location": "Par"}' }]);
+    const a = stream(p, closable);
+    expect(a.message.tool_calls[0]!.function.arguments).toBe('{"location": "Par"}');
+    expect(a.events.map((e) => [e.code, /cut inside its arguments.*partial call/.test(e.message)])).toEqual([["ERR_CHAT_PARSE", true]]);
+
+    const dangling = 'Let me check. <tool_call>{"name": "get_current_weather", "arguments": {"loca';
+    expect(() => parseChatOutput(p, dangling)).toThrow(/tool call 0 \(get_current_weather\) has arguments that are not JSON/);
+    const b = stream(p, dangling);
+    expect(b.message.tool_calls[0]!.function.arguments).toBe('{"loca');
+    expect(b.events.map((e) => e.code)).toEqual(["ERR_CHAT_PARSE"]);
+    expect(b.events[0]!.message).toMatch(/not JSON: "\{\\"loca"/);
   });
 
   it("tool_choice required: a plain answer is a parse error", () => {

@@ -31,8 +31,10 @@ describe("format-specific mappers", () => {
 
   it("a plan with another format uses the generic mapper", () => {
     const { g } = byFormat("peg-gemma4");
-    const m = parseChatOutput(chatPlan(g.build(), { format: "peg-native" }), g.valid[0]!);
+    const m = parseChatOutput(chatPlan(g.build(), { format: "peg-native", referenceMode: true }), g.valid[0]!);
     // The generic mapper takes `tool-args` text only when it is a JSON object: here it is not JSON.
     expect(m.tool_calls[0]!.function.arguments).toBe(`{location:<|"|>Oslo "N" {x} 日本<|"|>,unit:<|"|>celsius<|"|>,days:3,extra:[1, true, null, {a:<|"|>b<|"|>}]}`);
+    // outside reference mode, a call whose arguments are not JSON is an error naming the call, never handed out
+    expect(() => parseChatOutput(chatPlan(g.build(), { format: "peg-native" }), g.valid[0]!)).toThrow(/tool call 0 \(get_forecast\) has arguments that are not JSON/);
   });
 });

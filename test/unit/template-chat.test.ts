@@ -134,6 +134,12 @@ describe("chat rendering: JSON arguments", () => {
     const out = renderChatTemplate(src, {
       messages: [{ role: "assistant", content: "", tool_calls: [{ id: "x", type: "function", function: { name: "f", arguments: args } }] }],
     });
-    expect(out).toBe('{"2": "two", "1": "one", "r": 1, "e": 1e-07, "n": [1, 2.5]}|1.0');
+    expect(out).toBe('{"2": "two", "1": "one", "r": 1.0, "e": 1e-07, "n": [1, 2.5]}|1.0');
+    // llama.cpp's engine prints JSON floats with %g: 1.0 as 1
+    const ref = renderChatTemplate(src, {
+      messages: [{ role: "assistant", content: "", tool_calls: [{ id: "x", type: "function", function: { name: "f", arguments: args } }] }],
+      reference_mode: true,
+    });
+    expect(ref).toBe('{"2": "two", "1": "one", "r": 1, "e": 1e-07, "n": [1, 2.5]}|1.0');
   });
 });

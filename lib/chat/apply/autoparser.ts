@@ -18,6 +18,7 @@ export function analysisPlan(analysis: TemplateAnalysis, { req, generationPrompt
     extractReasoning: req.reasoningFormat !== "none",
     supportsToolCalls: analysis.caps.supportsToolCalls,
     generationPrompt,
+    extended: !req.referenceMode,
   };
   const { include, lazy, triggers } = chatGrammarMode(analysis, request);
   const supportsThinking = analysis.reasoning.mode !== "none";

@@ -47,6 +47,7 @@ export function renderRequest(req: NormalizedApplyRequest, tools: readonly ChatT
     eos_token: req.eosToken,
     now: req.now,
     ...(req.jsonSchema !== null ? { json_schema: req.jsonSchema } : {}),
+    ...(req.referenceMode ? { reference_mode: true } : {}),
   };
 }
 
@@ -182,6 +183,7 @@ function buildPart(source: string, req: NormalizedApplyRequest, tools: ChatTool[
     thinkingStartTag: plan.thinkingStartTag,
     thinkingEndTags: plan.thinkingEndTags,
     ...(required ? { toolCallsRequired: true } : {}),
+    ...(req.referenceMode ? { referenceMode: true } : {}),
     warnings,
     parser,
   };

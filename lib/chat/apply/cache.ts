@@ -66,6 +66,7 @@ function planKey(templateHash: string, req: NormalizedApplyRequest): string {
       req.eosToken,
       req.analysisOverrides ?? null,
       req.addGenerationPrompt,
+      req.referenceMode,
     ]),
   );
   return h.digest("hex");

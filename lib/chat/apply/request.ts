@@ -58,6 +58,13 @@ export interface ApplyChatRequest {
   calls_only?: boolean;
   /** Render budgets for the prompt (see docs/security.md). Default: DEFAULT_TEMPLATE_LIMITS. */
   template_limits?: TemplateLimits;
+  /**
+   * llamapeg: true renders, plans and parses tool calls exactly as llama.cpp does: floats printed
+   * with 6 significant digits, JSON-only values and required-then-optional argument order in the
+   * per-argument formats. Default false: Python's printing, Python literals read, the schema's
+   * argument order admitted (docs/apply.md "Tool calls as models write them").
+   */
+  reference_mode?: boolean;
 }
 
 /** The request after validation. */
@@ -85,6 +92,8 @@ export interface NormalizedApplyRequest {
   now: Date;
   analysisOverrides: TemplateAnalysisOverrides | undefined;
   templateLimits: TemplateLimits | undefined;
+  /** llama.cpp's printing, values and argument order (see `reference_mode`). */
+  referenceMode: boolean;
 }
 
 const ROLES = new Set(["system", "developer", "user", "assistant", "tool"]);
@@ -271,6 +280,7 @@ export function normalizeApplyRequest(request: ApplyChatRequest): NormalizedAppl
     toolChoice,
     namedTool,
     callsOnly: optBool(req, "calls_only") ?? true,
+    referenceMode: optBool(req, "reference_mode") ?? false,
     parallelToolCalls: optBool(req, "parallel_tool_calls") ?? false,
     jsonSchema,
     jsonSchemaWhere,

@@ -9,6 +9,7 @@
  * response schema (`response_format`).
  */
 import type { PegParser } from "../../peg/builder.js";
+import { declaredOrder } from "../grammar/argument-values.js";
 import type { ChatFamily } from "./family.js";
 import { callsAfterReasoning, argumentSpecs, familyPlan, grammarMode, requiredThenOptional, shapeOf, toolChoice, word } from "./helpers.js";
 
@@ -88,6 +89,7 @@ export const deepseekV32: ChatFamily = {
           : toolChoice(p, fns, (fn) => {
               const requiredArgs: PegParser[] = [];
               const optionalArgs: PegParser[] = [];
+              const declared: { parser: PegParser; required: boolean }[] = [];
               for (const a of argumentSpecs(fn)) {
                 const arg = p.toolArg(
                   p.seq(
@@ -96,9 +98,14 @@ export const deepseekV32: ChatFamily = {
                     p.toolArgClose(p.literal(PARAM_END)),
                   ),
                 );
-                (a.required ? requiredArgs : optionalArgs).push(p.rule(`tool-${fn.name}-arg-${a.name}`, arg));
+                const rule = p.rule(`tool-${fn.name}-arg-${a.name}`, arg);
+                (a.required ? requiredArgs : optionalArgs).push(rule);
+                declared.push({ parser: rule, required: a.required });
               }
-              const args = requiredThenOptional(p, requiredArgs, optionalArgs);
+              // beyond the reference (reference_mode off): the declaration order too (argument-values.ts)
+              const reference = requiredThenOptional(p, requiredArgs, optionalArgs);
+              const inOrder = declaredOrder(p, declared, !req.referenceMode);
+              const args = inOrder === null ? reference : p.choice([p.seq(reference, p.space(), p.peek(p.literal(INVOKE_END))), inOrder]);
               return p.tool(p.seq(p.toolOpen(p.seq(`${INVOKE_START} name="`, p.toolName(p.literal(fn.name)), '">\n')), args, p.space(), p.toolClose(p.literal(INVOKE_END))));
             });
 

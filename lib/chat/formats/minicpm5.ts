@@ -3,6 +3,7 @@
  * `<function name="NAME"><param name="K">v</param></function>` (string values raw or in CDATA,
  * others JSON). As `common_chat_params_init_minicpm5`.
  */
+import { argumentValue, pythonLiteralValue } from "../grammar/argument-values.js";
 import type { ChatFamily } from "./family.js";
 import { callsAfterReasoning, argumentSpecs, familyPlan, grammarMode, shapeOf, toolChoice, word } from "./helpers.js";
 
@@ -30,9 +31,11 @@ export const minicpm5: ChatFamily = {
           if (specs.length > 0) {
             const argChoice = p.choice(
               specs.map((a) => {
+                // beyond the reference (reference_mode off): `True`/`False`/`None` as the template prints them
+                const python = req.referenceMode ? null : pythonLiteralValue(p, a.schema, false);
                 const value = a.isString
                   ? stringValue
-                  : p.seq(p.toolArgJsonValue(p.schema(p.json(), `tool-${fn.name}-arg-${a.name}-schema`, a.schema, false)), p.toolArgClose(p.literal("</param>")));
+                  : argumentValue(p, p.schema(p.json(), `tool-${fn.name}-arg-${a.name}-schema`, a.schema, false), () => p.toolArgClose(p.literal("</param>")), python);
                 return p.toolArg(p.seq(p.toolArgOpen(p.seq('<param name="', p.toolArgName(p.literal(a.name)), '">')), value));
               }),
             );

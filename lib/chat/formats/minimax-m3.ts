@@ -14,6 +14,7 @@ import { TAG } from "../tags.js";
 import { toolParameters } from "../tools.js";
 import type { ChatFamily, FormatAstView } from "./family.js";
 import { findByTag, visitTopDown } from "./mapper-helpers.js";
+import { declaredOrder } from "../grammar/argument-values.js";
 import { callsAfterReasoning, familyPlan, grammarMode, requiredThenOptional, shapeOf, toolChoice, word } from "./helpers.js";
 
 const NS = "]<]minimax[>[";
@@ -38,6 +39,8 @@ class ArgumentGrammar {
   constructor(
     private readonly p: ChatPegBuilder,
     private readonly info: SchemaInfo,
+    /** Beyond the reference (reference_mode off): the declaration order too (argument-values.ts). */
+    private readonly extended = false,
   ) {}
 
   element(tag: string, schema: unknown, ruleName: string): PegParser {
@@ -57,7 +60,7 @@ class ArgumentGrammar {
     }
     const type = typeof s.type === "string" ? s.type : "";
     if (type === "object" && "properties" in s) {
-      return p.seq(p.tag(MINIMAX_M3_TAG.TOOL_ARG_OBJECT, this.members(s, ruleName)), p.space(), p.toolArgClose(p.literal(close)));
+      return p.seq(p.tag(MINIMAX_M3_TAG.TOOL_ARG_OBJECT, this.members(s, ruleName, close)), p.space(), p.toolArgClose(p.literal(close)));
     }
     if (type === "array" && "items" in s) {
       const itemClose = `${NS}</item>`;
@@ -67,14 +70,25 @@ class ArgumentGrammar {
     return p.seq(p.toolArgJsonValue(p.schema(p.json(), `${ruleName}-schema`, schema, false)), p.toolArgClose(p.literal(close)));
   }
 
-  /** Required properties in schema order, then any number of optional ones in any order. */
-  members(schema: Schema, prefix: string): PegParser {
+  /**
+   * Required properties in schema order, then any number of optional ones in any order; extended,
+   * also the declaration order (the reference's order first, committed only up to `close`).
+   */
+  members(schema: Schema, prefix: string, close: string): PegParser {
     const props = isObject(schema.properties) ? schema.properties : {};
     const required = new Set(Array.isArray(schema.required) ? schema.required.filter((r): r is string => typeof r === "string") : []);
     const req: PegParser[] = [];
     const opt: PegParser[] = [];
-    for (const [key, keySchema] of Object.entries(props)) (required.has(key) ? req : opt).push(this.element(key, keySchema, `${prefix}-${key}`));
-    return requiredThenOptional(this.p, req, opt);
+    const declared: { parser: PegParser; required: boolean }[] = [];
+    for (const [key, keySchema] of Object.entries(props)) {
+      const el = this.element(key, keySchema, `${prefix}-${key}`);
+      (required.has(key) ? req : opt).push(el);
+      declared.push({ parser: el, required: required.has(key) });
+    }
+    const p = this.p;
+    const reference = requiredThenOptional(p, req, opt);
+    const inOrder = declaredOrder(p, declared, this.extended);
+    return inOrder === null ? reference : p.choice([p.seq(reference, p.space(), p.peek(p.literal(close))), inOrder]);
   }
 }
 
@@ -163,7 +177,7 @@ export const minimaxM3: ChatFamily = {
           const params = toolParameters(fn);
           const info = new SchemaInfo();
           info.resolveRefs(params);
-          const body = "properties" in params ? new ArgumentGrammar(p, info).members(params, `tool-${fn.name}-arg`) : p.eps();
+          const body = "properties" in params ? new ArgumentGrammar(p, info, !req.referenceMode).members(params, `tool-${fn.name}-arg`, INVOKE_END) : p.eps();
           return p.tool(p.seq(p.toolOpen(p.seq(`${NS}<invoke name="`, p.toolName(p.literal(fn.name)), '">')), p.space(), body, p.space(), p.toolClose(p.literal(INVOKE_END))));
         });
         const calls = req.parallelToolCalls

@@ -3,10 +3,12 @@
  * `<tool_call>\n<function=NAME>\n<parameter=K>\nv\n</parameter>\n</function>\n</tool_call>`.
  * As `common_chat_params_init_qwen3_coder`: string-typed parameters are raw text, others JSON; the
  * required parameters in any order; `<think>` reasoning ends at `</think>` or at a call; Qwen3-Coder
- * itself (no `<think>` in the template) may drop the leading `<tool_call>`.
+ * itself (no `<think>` in the template) may drop the leading `<tool_call>`. Beyond the reference
+ * (grammar/argument-values.ts): Python's `True`/`False`/`None` and the declaration order.
  */
 import type { PegParser } from "../../peg/builder.js";
 import type { GrammarTrigger } from "../plan.js";
+import { argumentOrders, argumentValue, pythonLiteralValue } from "../grammar/argument-values.js";
 import type { ChatFamily } from "./family.js";
 import { callsAfterReasoning, argumentSpecs, familyPlan, grammarMode, shapeOf, toolChoice, word } from "./helpers.js";
 
@@ -39,20 +41,28 @@ export const qwen3Coder: ChatFamily = {
         if (hasResponseFormat) return { root: gen.then(reasoning.spaced(p.content(p.schema(p.json(), "response-format", req.jsonSchema)))) };
         if (!useTools) return { root: gen.then(reasoning.spaced(p.content(p.rest()))) };
 
-        const argClose = p.toolArgClose(p.literal(PARAM_CLOSE));
-        const argString = p.rule("xml-arg-string", p.ac(p.seq(p.toolArgStringValue(p.until(PARAM_CLOSE)), argClose), PARAM_CLOSE));
+        const argClose = () => p.toolArgClose(p.literal(PARAM_CLOSE));
+        const argString = p.rule("xml-arg-string", p.ac(p.seq(p.toolArgStringValue(p.until(PARAM_CLOSE)), argClose()), PARAM_CLOSE));
+        // Beyond the reference (reference_mode off): `True`/`False`/`None` as the template's
+        // `| string` prints them (containers it prints with tojson), and the declaration order.
+        const extended = !req.referenceMode;
         const choice = toolChoice(p, fns, (fn) => {
           const required: PegParser[] = [];
           const optional: PegParser[] = [];
+          const declared: { parser: PegParser; required: boolean }[] = [];
           for (const a of argumentSpecs(fn)) {
             const ruleName = `tool-${fn.name}-arg-${a.name}`;
             const open = p.toolArgOpen(p.seq("<parameter=", p.toolArgName(p.literal(a.name)), ">\n"));
-            const value = a.isString ? argString : p.seq(p.toolArgJsonValue(p.schema(p.json(), `${ruleName}-schema`, a.schema)), argClose);
-            (a.required ? required : optional).push(p.rule(ruleName, p.toolArg(p.seq(open, value))));
+            const json = p.schema(p.json(), `${ruleName}-schema`, a.schema);
+            const value = a.isString ? argString : argumentValue(p, json, argClose, extended ? pythonLiteralValue(p, a.schema, false) : null);
+            const arg = p.rule(ruleName, p.toolArg(p.seq(open, value)));
+            (a.required ? required : optional).push(arg);
+            declared.push({ parser: arg, required: a.required });
           }
           let args = p.permute(`tool-${fn.name}-args`, required);
           if (optional.length > 0) args = p.seq(args, p.zeroOrMore(p.choice(optional)));
-          return p.tool(p.seq(p.toolOpen(p.seq("<function=", p.toolName(p.literal(fn.name)), ">\n")), p.toolArgs(args), p.toolClose(p.literal("</function>\n"))));
+          const close = () => p.toolClose(p.literal("</function>\n"));
+          return p.tool(p.seq(p.toolOpen(p.seq("<function=", p.toolName(p.literal(fn.name)), ">\n")), argumentOrders(p, p.toolArgs(args), extended ? declared : null, close, (x) => p.toolArgs(x))));
         });
         const body = p.seq(choice, "</tool_call>", p.space());
         const call = p.rule("tool-call", p.seq("<tool_call>\n", body));

@@ -9,6 +9,7 @@ import { SchemaInfo } from "../../json-schema/schema-info.js";
 import { toolFunctions, toolParameters, toolProperties, toolRequired, type ChatTool } from "../tools.js";
 import { isSpace } from "../normalize.js";
 import type { ChatPegBuilder } from "./builder.js";
+import { declaredOrder, argumentValue, pythonLiteralValue } from "./argument-values.js";
 import { standardJsonTools } from "./json-tools.js";
 
 export type ToolChoiceMode = "auto" | "required" | "none";
@@ -74,6 +75,11 @@ export interface ToolsContext {
   /** Content always wrapped in these markers (both set), else bare. */
   contentStart?: string;
   contentEnd?: string;
+  /**
+   * Beyond the reference (off in reference mode): tagged arguments also take Python literals and
+   * the declaration order (argument-values.ts).
+   */
+  extended?: boolean;
 }
 
 /** A tools parser: the whole output, and the same output with no text before the calls. */
@@ -301,7 +307,8 @@ export function tagJsonToolsParser(
 /**
  * Calls whose name and arguments are tags. Required arguments in definition order, then optional
  * ones in any order; string-typed values are raw text up to the value suffix (quoted by the
- * mapper), others are JSON checked against their schema.
+ * mapper), others are JSON checked against their schema. With `ctx.extended`, also the declaration
+ * order and Python literals (argument-values.ts).
  */
 export function tagTaggedToolsParser(
   p: ChatPegBuilder,
@@ -320,16 +327,26 @@ export function tagTaggedToolsParser(
       info.resolveRefs(params);
       const requiredParsers: PegParser[] = [];
       const optionalParsers: PegParser[] = [];
+      const declared: { parser: PegParser; required: boolean }[] = [];
+      const close = () => p.toolArgClose(p.literal(args.valueSuffix));
       for (const [param, schema] of toolProperties(f)) {
+        const python = ctx.extended ? pythonLiteralValue(p, schema, true) : null;
         const value = info.resolvesToString(schema)
-          ? p.ac(p.seq(p.toolArgStringValue(untilSuffix), p.toolArgClose(p.literal(args.valueSuffix))), args.valueSuffix)
-          : p.seq(p.toolArgJsonValue(p.schema(p.json(), `tool-${f.name}-arg-${param}-schema`, schema, false)), p.toolArgClose(p.literal(args.valueSuffix)));
-        const arg = p.toolArg(p.seq(p.toolArgOpen(p.seq(args.namePrefix, p.toolArgName(p.literal(param)), args.nameSuffix)), args.valuePrefix, value));
-        (required.has(param) ? requiredParsers : optionalParsers).push(p.rule(`tool-${f.name}-arg-${param}`, arg));
+          ? p.ac(p.seq(p.toolArgStringValue(untilSuffix), close()), args.valueSuffix)
+          : argumentValue(p, p.schema(p.json(), `tool-${f.name}-arg-${param}-schema`, schema, false), close, python);
+        const arg = p.rule(`tool-${f.name}-arg-${param}`, p.toolArg(p.seq(p.toolArgOpen(p.seq(args.namePrefix, p.toolArgName(p.literal(param)), args.nameSuffix)), args.valuePrefix, value)));
+        (required.has(param) ? requiredParsers : optionalParsers).push(arg);
+        declared.push({ parser: arg, required: required.has(param) });
       }
-      let seq = requiredThenOptional(p, requiredParsers, optionalParsers);
-      if (args.start !== "") seq = p.seq(args.start, seq);
-      if (args.end !== "") seq = p.seq(seq, args.end);
+      const withMarkers = (x: PegParser): PegParser => {
+        let out = x;
+        if (args.start !== "") out = p.seq(args.start, out);
+        if (args.end !== "") out = p.seq(out, args.end);
+        return out;
+      };
+      const inOrder = declaredOrder(p, declared, ctx.extended === true);
+      const reference = withMarkers(requiredThenOptional(p, requiredParsers, optionalParsers));
+      const seq = inOrder === null ? reference : p.choice([reference, withMarkers(inOrder)]);
       let idSection = p.eps();
       let haveId = false;
       if (hasCallId(callId, args.start)) {

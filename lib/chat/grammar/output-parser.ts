@@ -51,6 +51,8 @@ export interface ChatOutputRequest {
   supportsToolCalls?: boolean;
   /** The end of the prompt the output continues. */
   generationPrompt?: string;
+  /** Python literals and the declaration order in tagged arguments (off: as the reference). Default false. */
+  extended?: boolean;
 }
 
 function toolsParser(p: ChatPegBuilder, f: ChatOutputFormat, ctx: ToolsContext): ToolsTree | null {
@@ -94,6 +96,7 @@ export function buildChatOutputTree(p: ChatPegBuilder, f: ChatOutputFormat, req:
       parallel: req.parallelToolCalls ?? true,
       reasoning,
       ...(wrapped ? { contentStart: f.content.start, contentEnd: f.content.end } : {}),
+      ...(req.extended ? { extended: true } : {}),
     };
     const t = toolsParser(p, f, ctx);
     if (t === null) return { root: prefix().spaced(p.eps()) };

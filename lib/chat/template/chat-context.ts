@@ -49,6 +49,11 @@ export interface ChatRenderRequest {
   /** The model adds BOS/EOS itself: strip a leading bos_token / trailing eos_token from the prompt. */
   add_bos?: boolean;
   add_eos?: boolean;
+  /**
+   * llamapeg: true prints floats as llama.cpp's engine does (`%g` in tojson, 6 significant digits)
+   * instead of as Python's Jinja (full precision, `1e-09`). Default false. See docs/templates.md.
+   */
+  reference_mode?: boolean;
 }
 
 /** The model family a template source belongs to (formats/registry.ts), undefined for the analysis path. */

@@ -36,6 +36,7 @@ export function renderChatPrompt(source: string, request: ChatRenderRequest, lim
     now: request.now ?? new Date(),
     inputVariables: INPUT_VARIABLES,
     reusable: REUSABLE_VARIABLES,
+    printing: request.reference_mode === true ? "reference" : "python",
     ...(limits ? { limits } : {}),
   });
   const [from, to] = prepared.finishRange(out.text);
@@ -70,7 +71,7 @@ export function renderChatTemplate(source: string, request: ChatRenderRequest, l
  */
 export function renderGenerationPrompt(source: string, request: ChatRenderRequest, limits?: TemplateLimits): string {
   const prepared = prepareChatContext(source, request);
-  const options = { now: request.now ?? new Date(), ...(limits ? { limits } : {}) };
+  const options = { now: request.now ?? new Date(), printing: request.reference_mode === true ? ("reference" as const) : ("python" as const), ...(limits ? { limits } : {}) };
   const without = prepared.finish(renderTemplate(prepared.source, prepared.variables, options));
   const withGp = prepared.finish(renderTemplate(prepared.source, { ...prepared.variables, add_generation_prompt: true }, options));
   let i = 0;

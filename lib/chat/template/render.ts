@@ -11,7 +11,7 @@ import { Budget, type TemplateLimits, type TemplateUsage, resolveLimits } from "
 import { snippet } from "./describe.js";
 import { convertReusable } from "./reuse.js";
 import type { Marks } from "./marks.js";
-import { type JValue, TemplateRaisedError, bool, fromJS, none } from "./value.js";
+import { type JValue, type PrintStyle, TemplateRaisedError, bool, fromJS, none, withPrintStyle } from "./value.js";
 
 export interface RenderOptions {
   /** What `strftime_now` formats (local time). Default: the current time. */
@@ -27,6 +27,8 @@ export interface RenderOptions {
   reusable?: readonly string[];
   /** Called when the render ends (or fails) with the budget it used. */
   onUsage?: (usage: TemplateUsage) => void;
+  /** How floats and strings in containers print: "python" (default, as Python's Jinja) or "reference" (llama.cpp's engine). See value.ts. */
+  printing?: PrintStyle;
 }
 
 /** A rendering and which of its characters came from input variables. */
@@ -112,7 +114,7 @@ export function renderTemplateMarked(source: string, variables: Record<string, u
   const settle: (() => void)[] = [];
   const scope = scopeOf(variables, new Set(options.inputVariables ?? []), new Set(options.reusable ?? []), settle);
   try {
-    const out = new Evaluator({ stats: false, now: options.now ?? new Date() }, budget).renderMarked(compiled.program, scope);
+    const out = withPrintStyle(options.printing ?? "python", () => new Evaluator({ stats: false, now: options.now ?? new Date() }, budget).renderMarked(compiled.program, scope));
     return { text: out.v, marks: out.m ?? [] };
   } catch (e) {
     throw asRenderError(e, compiled);

@@ -11,7 +11,7 @@
  * limit error rather than a hang or a stack overflow.
  */
 import { budgetPoint, chargeAgain, checkDepth, checkItems, checkLength, spend, spendRead, spendString } from "./limits.js";
-import { type Marks, MarkedBuilder, allMarked, runs } from "./marks.js";
+import { type Marks, MarkedBuilder, allMarked, isMarkedAt, runs } from "./marks.js";
 
 export interface ValueStats {
   used: boolean;
@@ -251,8 +251,67 @@ export function truthy(v: JValue): boolean {
   }
 }
 
-/** C++ `std::to_string(double)` ("%f") with trailing zeros removed but one decimal kept. */
+/**
+ * How floats and strings inside containers print. "python" (the default): as Python's Jinja, which
+ * the models were trained on: `repr` (shortest round-trip, `1e-09`, `2.0`) for `{{ x }}` and
+ * `| string`, `json.dumps` for `tojson`, strings in a list or dict as `repr(str)` (escapes).
+ * "reference": as llama.cpp's engine (`%f` trimmed, `%g` in JSON: 6 significant digits; strings
+ * quoted but not escaped).
+ * Set per render (render.ts); renders are synchronous, so one module-level setting is enough.
+ */
+export type PrintStyle = "python" | "reference";
+let printStyle: PrintStyle = "python";
+
+/** Runs `f` with floats printed in `style`, restoring the previous style afterwards. */
+export function withPrintStyle<T>(style: PrintStyle, f: () => T): T {
+  const prev = printStyle;
+  printStyle = style;
+  try {
+    return f();
+  } finally {
+    printStyle = prev;
+  }
+}
+
+/** The style renders print floats in now. */
+export const currentPrintStyle = (): PrintStyle => printStyle;
+
+/**
+ * Python's `repr(float)`: the shortest digits that round-trip, fixed notation for decimal
+ * exponents -4..15 (always with a fractional part), else `d.ddde±XX`.
+ */
+export function pythonFloatRepr(x: number): string {
+  if (Number.isNaN(x)) return "nan";
+  if (!Number.isFinite(x)) return x < 0 ? "-inf" : "inf";
+  if (x === 0) return Object.is(x, -0) ? "-0.0" : "0.0";
+  const [mant, ex] = x.toExponential().split("e") as [string, string];
+  const e = Number(ex);
+  const neg = mant.startsWith("-");
+  const digits = mant.replace(/^-/, "").replace(".", "");
+  const sign = neg ? "-" : "";
+  if (e < -4 || e >= 16) {
+    const m = digits.length > 1 ? `${digits[0]}.${digits.slice(1)}` : digits;
+    return `${sign}${m}e${e < 0 ? "-" : "+"}${String(Math.abs(e)).padStart(2, "0")}`;
+  }
+  if (e < 0) return `${sign}0.${"0".repeat(-e - 1)}${digits}`;
+  const int = digits.slice(0, e + 1).padEnd(e + 1, "0");
+  const frac = digits.slice(e + 1);
+  return `${sign}${int}.${frac === "" ? "0" : frac}`;
+}
+
+/** Python's `json.dumps` of a float (`repr`, with NaN / Infinity spelled as JavaScript does). */
+function pythonFloatJson(x: number): string {
+  if (Number.isNaN(x)) return "NaN";
+  if (!Number.isFinite(x)) return x < 0 ? "-Infinity" : "Infinity";
+  return pythonFloatRepr(x);
+}
+
+/**
+ * A float as `{{ x }}` prints it: Python's repr, or in the reference style C++
+ * `std::to_string(double)` ("%f") with trailing zeros removed but one decimal kept.
+ */
 export function floatToString(x: number): string {
+  if (printStyle === "python") return pythonFloatRepr(x);
   if (Number.isNaN(x)) return x < 0 ? "-nan" : "nan";
   if (!Number.isFinite(x)) return x < 0 ? "-inf" : "inf";
   let out = x.toFixed(6);
@@ -261,8 +320,9 @@ export function floatToString(x: number): string {
   return out;
 }
 
-/** C++ `ostream << double` (default precision 6, i.e. printf "%g"), used by tojson. */
+/** A float in JSON (tojson): `json.dumps`, or in the reference style C++ `ostream << double` (default precision 6, i.e. printf "%g"). */
 export function floatToJson(x: number): string {
+  if (printStyle === "python") return pythonFloatJson(x);
   if (Number.isNaN(x)) return "nan";
   if (!Number.isFinite(x)) return x < 0 ? "-inf" : "inf";
   if (x === 0) return Object.is(x, -0) ? "-0" : "0";
@@ -349,8 +409,42 @@ export function repr(v: JValue): string {
   return b.text;
 }
 
+/** Python's `repr(str)`: single quotes unless only `'` occurs, backslash escapes for `\\`, the quote, and control characters. */
+export function pythonStrRepr(s: string): string {
+  const b = new MarkedBuilder();
+  pythonStrReprInto(b, s, undefined);
+  return b.text;
+}
+
+/** {@link pythonStrRepr} into `b`; each character's escape keeps the character's input mark. */
+function pythonStrReprInto(b: MarkedBuilder, s: string, m: Marks | undefined): void {
+  const quote = s.includes("'") && !s.includes('"') ? '"' : "'";
+  b.append(quote);
+  for (let i = 0; i < s.length; i++) {
+    const ch = s[i]!;
+    const c = ch.charCodeAt(0);
+    let out = ch;
+    if (ch === "\\" || ch === quote) out = `\\${ch}`;
+    else if (ch === "\n") out = "\\n";
+    else if (ch === "\r") out = "\\r";
+    else if (ch === "\t") out = "\\t";
+    else if (c < 0x20 || c === 0x7f) out = `\\x${c.toString(16).padStart(2, "0")}`;
+    b.append(out, isMarkedAt(m, i) ? allMarked(out.length) : undefined);
+  }
+  b.append(quote);
+}
+
+const NEEDS_PY_ESCAPE = /[\\\x00-\x1f\x7f]/;
+
 function reprInto(b: MarkedBuilder, v: JValue, depth: number): void {
-  if (v.kind === "string") {
+  if (v.kind === "string" && printStyle === "python" && (NEEDS_PY_ESCAPE.test(v.v) || (v.v.includes("'") && v.v.includes('"')))) {
+    // Python's repr (what Python's Jinja prints for a string inside a list or dict)
+    pythonStrReprInto(b, v.v, v.m);
+  } else if (v.kind === "string" && printStyle === "python" && v.v.includes("'")) {
+    b.append('"');
+    b.append(v.v, v.m);
+    b.append('"');
+  } else if (v.kind === "string") {
     if (v.v.includes("'")) jsonStringInto(b, v.v, v.m);
     else {
       b.append("'");
@@ -477,7 +571,7 @@ const jsonMemo = new WeakMap<object, Map<string, JsonMemo>>();
 /** {@link toJsonMarked}, reusing the JSON of an object or array that has not changed since. */
 export function toJsonMemo(v: JValue, indent: number, itemSep: string, keySep: string): { v: string; m?: Marks } {
   if (v.kind !== "object" && v.kind !== "array") return toJsonMarked(v, indent, itemSep, keySep);
-  const key = `${indent}\u0000${itemSep}\u0000${keySep}`;
+  const key = `${indent}\u0000${itemSep}\u0000${keySep}\u0000${printStyle}`;
   let memos = jsonMemo.get(v);
   const hit = memos?.get(key);
   if (hit !== undefined && hit.changes === changes && chargeAgain(hit.steps, hit.allocation, hit.limits)) return hit.json;
