@@ -12,6 +12,10 @@
 //   sampler.diff {seed, cases, steps, nVocab | path, grammars?} -> the Sampler's fast path vs its
 //                                                           full path (sampler-diff.cpp)
 //   sampler.bench {nVocab, steps, temperature?, topK?, ...} -> µs per token, fast and full path
+//   forced.diff  {path, gbnf, root?, seed, walks, steps} -> forced text (grammar/forced.h) vs a
+//                                                           brute-force walk of llama.cpp's stacks
+//                                                           over code points, and its tokens
+//   grammar.accepts {path, gbnf, root?, tokens, prefill?} -> does llama.cpp's grammar take them all
 #include <llama.h>
 
 #include <algorithm>
@@ -27,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "grammar/forced.h"
 #include "grammar/grammar-state.h"
 #include "grammar/triggers.h"
 #include "grammar/vocab-index.h"
@@ -39,6 +44,8 @@ using namespace lp::grammar;
 
 json CmdSamplerDiff(const json& req);   // sampler-diff.cpp
 json CmdSamplerBench(const json& req);  // sampler-diff.cpp
+json CmdForcedDiff(const json& req);     // forced-diff.cpp
+json CmdGrammarAccepts(const json& req); // forced-diff.cpp
 
 namespace {
 
@@ -604,6 +611,10 @@ int main() {
         result = CmdSamplerDiff(req);
       } else if (cmd == "sampler.bench") {
         result = CmdSamplerBench(req);
+      } else if (cmd == "forced.diff") {
+        result = CmdForcedDiff(req);
+      } else if (cmd == "grammar.accepts") {
+        result = CmdGrammarAccepts(req);
       } else if (cmd == "ping") {
         result = {{"pong", true}};
       } else {
