@@ -274,6 +274,25 @@ void ContextCore::SampleOne(GenerationJob& job) {
   const llama_vocab* vocab = model_->vocab;
   Clock::time_point s0 = Clock::now();
   NativeError err;
+  // Fast-forward (forced-tokens.h): room for forced tokens in the next batch, the sequence and maxTokens.
+  auto forcedRoom = [&](size_t taken) {
+    const size_t cachedNow = slots_[static_cast<size_t>(job.seq)].tokens.size() + taken;
+    size_t room = std::min<size_t>(batchSize_ - taken, sequenceSize_ > cachedNow ? sequenceSize_ - cachedNow : 0);
+    if (p.maxTokens >= 0) room = std::min<size_t>(room, static_cast<size_t>(p.maxTokens - job.stats.generatedTokens));
+    return room;
+  };
+  if (p.fastForward && !job.sampledOnce) {
+    // Text forced right after the prompt goes into the next batch instead of a sampled token.
+    job.sampledOnce = true;
+    bool started = false;
+    if (!StartForced(job, vocab, slots_[static_cast<size_t>(job.seq)].tokens.back(), forcedRoom(0), &started, &err)) return End(job, "abort", err);
+    job.stats.sampleMs += MsSince(s0);
+    if (started) {
+      if (p.maxTokens >= 0 && job.stats.generatedTokens >= p.maxTokens) return End(job, "length");
+      return;
+    }
+    s0 = Clock::now();
+  }
   llama_token token = job.sampler->Sample(ctx_, job.batchIndex, &err);
   if (token == LLAMA_TOKEN_NULL) return End(job, "abort", err);
   if (llama_vocab_is_eog(vocab, token) || Contains(p.stopTokens, token)) {
@@ -295,11 +314,8 @@ void ContextCore::SampleOne(GenerationJob& job) {
   if (p.fastForward) {
     // The grammar's forced text after it goes into the same batch (forced-tokens.h), as far as
     // the batch, the sequence and maxTokens leave room.
-    const size_t cachedNow = slots_[static_cast<size_t>(job.seq)].tokens.size();
-    size_t room = std::min<size_t>(batchSize_ - 1, sequenceSize_ > cachedNow + 1 ? sequenceSize_ - cachedNow - 1 : 0);
-    if (p.maxTokens >= 0) room = std::min<size_t>(room, static_cast<size_t>(p.maxTokens - job.stats.generatedTokens));
     Clock::time_point f0 = Clock::now();
-    if (!QueueForced(job, vocab, token, room, &err)) return End(job, "abort", err);
+    if (!QueueForced(job, vocab, token, forcedRoom(1), &err)) return End(job, "abort", err);
     job.stats.sampleMs += MsSince(f0);
     if (p.maxTokens >= 0 && job.stats.generatedTokens >= p.maxTokens) return End(job, "length");
   }

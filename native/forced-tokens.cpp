@@ -25,14 +25,19 @@ bool Renderable(const llama_vocab* vocab, llama_token t, const void* arg) {
 
 }  // namespace
 
-bool QueueForced(GenerationJob& job, const llama_vocab* vocab, llama_token sampled, size_t maxTokens, NativeError* error) {
-  job.forced.clear();
+namespace {
+
+// The forced run after a token whose piece is `before`, at most maxTokens of it, accepted into the
+// sampler and emitted (marked forced); counted in the stats.
+bool TakeForced(GenerationJob& job, const llama_vocab* vocab, const std::string& before, size_t maxTokens, std::vector<llama_token>* out,
+                NativeError* error) {
+  out->clear();
   if (maxTokens == 0) return true;
   std::string forced = job.sampler->ForcedBytes(kForcedMaxBytes);
   if (forced.empty()) return true;
   const GenerationParams& p = job.params;
   RenderArg arg{&p};
-  std::vector<llama_token> tokens = grammar::TokenizeForced(vocab, vocab->token_to_piece(sampled), forced, Renderable, &arg);
+  std::vector<llama_token> tokens = grammar::TokenizeForced(vocab, before, forced, Renderable, &arg);
   if (!tokens.empty()) tokens.pop_back();  // may merge with the text after the choice point
   if (tokens.size() > maxTokens) tokens.resize(maxTokens);
   const bool logprobs = job.sampler->wantsLogprobs();
@@ -43,7 +48,7 @@ bool QueueForced(GenerationJob& job, const llama_vocab* vocab, llama_token sampl
       break;
     }
     if (!job.sampler->Accept(t, error)) return false;
-    job.forced.push_back(t);
+    out->push_back(t);
     // The grammar admits nothing else here: log probability 0 under it (marked forced).
     TokenExtra extra;
     if (logprobs) {
@@ -53,11 +58,28 @@ bool QueueForced(GenerationJob& job, const llama_vocab* vocab, llama_token sampl
     job.Emit(t, TokenToPiece(vocab, t, p.special || std::binary_search(p.preserved.begin(), p.preserved.end(), t)),
              logprobs ? &extra : nullptr, true);
   }
-  if (!job.forced.empty()) {
-    job.stats.forcedTokens += static_cast<uint32_t>(job.forced.size());
+  if (!out->empty()) {
+    job.stats.forcedTokens += static_cast<uint32_t>(out->size());
     job.stats.forcedRuns++;
-    job.stats.generatedTokens += static_cast<uint32_t>(job.forced.size());
+    job.stats.generatedTokens += static_cast<uint32_t>(out->size());
   }
+  return true;
+}
+
+}  // namespace
+
+bool QueueForced(GenerationJob& job, const llama_vocab* vocab, llama_token sampled, size_t maxTokens, NativeError* error) {
+  return TakeForced(job, vocab, vocab->token_to_piece(sampled), maxTokens, &job.forced, error);
+}
+
+bool StartForced(GenerationJob& job, const llama_vocab* vocab, llama_token last, size_t maxTokens, bool* started, NativeError* error) {
+  *started = false;
+  std::vector<llama_token> tokens;
+  if (!TakeForced(job, vocab, vocab->token_to_piece(last), maxTokens, &tokens, error)) return false;
+  if (tokens.empty()) return true;
+  job.pending = tokens.front();
+  job.forced.assign(tokens.begin() + 1, tokens.end());
+  *started = true;
   return true;
 }
 

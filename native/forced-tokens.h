@@ -25,4 +25,9 @@ constexpr size_t kForcedMaxBytes = 512;
 // stop tokens. False with *error set when the grammar fails.
 bool QueueForced(GenerationJob& job, const llama_vocab* vocab, llama_token sampled, size_t maxTokens, NativeError* error);
 
+// Before the first sample: the text the grammar forces right after the prompt (whose last token is
+// `last`), as the next batch (job.pending and job.forced, all emitted marked forced) instead of a
+// sampled token. *started false: nothing forced, sample as usual.
+bool StartForced(GenerationJob& job, const llama_vocab* vocab, llama_token last, size_t maxTokens, bool* started, NativeError* error);
+
 }  // namespace lp
