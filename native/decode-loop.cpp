@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "context.h"
+#include "forced-tokens.h"
 #include "generation.h"
 
 namespace lp {
@@ -158,18 +159,19 @@ void ContextCore::Step(std::vector<std::shared_ptr<GenerationJob>>& active) {
   for (size_t k = 0; k < n; k++) {
     GenerationJob& job = *active[(rotate_ + k) % n];
     if (job.phase != GenerationJob::Phase::Generating || job.abortRequested.load()) continue;
-    if (used >= genCapacity || job.WindowFull()) {
+    const int32_t need = 1 + static_cast<int32_t>(job.forced.size());  // with its forced tokens
+    if ((used > 0 && used + need > genCapacity) || used + need > capacity || job.WindowFull()) {
       stalled.push_back(&job);
       continue;
     }
     std::vector<llama_token>& cached = slots_[static_cast<size_t>(job.seq)].tokens;
-    if (cached.size() + 1 > sequenceSize_ && !(job.params.contextShift && Shift(job))) {
+    if (cached.size() + need > sequenceSize_ && !(job.params.contextShift && Shift(job))) {
       End(job, "context_full");
       continue;
     }
-    job.batchTokens = 1;
+    job.batchTokens = static_cast<uint32_t>(need);
     chosen.push_back(&job);
-    used++;
+    used += need;
   }
   rotate_++;
   // Then prompt chunks of the sequences that joined, oldest first, up to the batch size.
@@ -188,8 +190,10 @@ void ContextCore::Step(std::vector<std::shared_ptr<GenerationJob>>& active) {
   std::sort(chosen.begin(), chosen.end(), [](const GenerationJob* a, const GenerationJob* b) { return a->seq < b->seq; });
   for (GenerationJob* job : chosen) {
     if (job->phase == GenerationJob::Phase::Generating) {
-      job->batchIndex = batch_.n_tokens;
-      Add(job->pending, static_cast<llama_pos>(slots_[static_cast<size_t>(job->seq)].tokens.size()), job->seq, true);
+      const llama_pos at = static_cast<llama_pos>(slots_[static_cast<size_t>(job->seq)].tokens.size());
+      Add(job->pending, at, job->seq, job->forced.empty());
+      for (size_t i = 0; i < job->forced.size(); i++) Add(job->forced[i], at + 1 + static_cast<llama_pos>(i), job->seq, i + 1 == job->forced.size());
+      job->batchIndex = batch_.n_tokens - 1;
     } else {
       const std::vector<llama_token>& prompt = job->params.prompt;
       for (uint32_t i = 0; i < job->batchTokens; i++) {
@@ -244,6 +248,8 @@ void ContextCore::Decode() {
     std::vector<llama_token>& cached = slots_[static_cast<size_t>(job->seq)].tokens;
     if (job->phase == GenerationJob::Phase::Generating) {
       cached.push_back(job->pending);
+      cached.insert(cached.end(), job->forced.begin(), job->forced.end());
+      job->forced.clear();
     } else {
       const auto& prompt = job->params.prompt;
       cached.insert(cached.end(), prompt.begin() + static_cast<std::ptrdiff_t>(job->promptPos),
@@ -268,6 +274,25 @@ void ContextCore::SampleOne(GenerationJob& job) {
   const llama_vocab* vocab = model_->vocab;
   Clock::time_point s0 = Clock::now();
   NativeError err;
+  // Fast-forward (forced-tokens.h): room for forced tokens in the next batch, the sequence and maxTokens.
+  auto forcedRoom = [&](size_t taken) {
+    const size_t cachedNow = slots_[static_cast<size_t>(job.seq)].tokens.size() + taken;
+    size_t room = std::min<size_t>(batchSize_ - taken, sequenceSize_ > cachedNow ? sequenceSize_ - cachedNow : 0);
+    if (p.maxTokens >= 0) room = std::min<size_t>(room, static_cast<size_t>(p.maxTokens - job.stats.generatedTokens));
+    return room;
+  };
+  if (p.fastForward && !job.sampledOnce) {
+    // Text forced right after the prompt goes into the next batch instead of a sampled token.
+    job.sampledOnce = true;
+    bool started = false;
+    if (!StartForced(job, vocab, slots_[static_cast<size_t>(job.seq)].tokens.back(), forcedRoom(0), &started, &err)) return End(job, "abort", err);
+    job.stats.sampleMs += MsSince(s0);
+    if (started) {
+      if (p.maxTokens >= 0 && job.stats.generatedTokens >= p.maxTokens) return End(job, "length");
+      return;
+    }
+    s0 = Clock::now();
+  }
   llama_token token = job.sampler->Sample(ctx_, job.batchIndex, &err);
   if (token == LLAMA_TOKEN_NULL) return End(job, "abort", err);
   if (llama_vocab_is_eog(vocab, token) || Contains(p.stopTokens, token)) {
@@ -286,6 +311,14 @@ void ContextCore::SampleOne(GenerationJob& job) {
   job.stats.generatedTokens++;
   if (p.maxTokens >= 0 && job.stats.generatedTokens >= p.maxTokens) return End(job, "length");
   job.pending = token;
+  if (p.fastForward) {
+    // The grammar's forced text after it goes into the same batch (forced-tokens.h), as far as
+    // the batch, the sequence and maxTokens leave room.
+    Clock::time_point f0 = Clock::now();
+    if (!QueueForced(job, vocab, token, forcedRoom(1), &err)) return End(job, "abort", err);
+    job.stats.sampleMs += MsSince(f0);
+    if (p.maxTokens >= 0 && job.stats.generatedTokens >= p.maxTokens) return End(job, "length");
+  }
 }
 
 void ContextCore::End(GenerationJob& job, const char* reason, NativeError error) {

@@ -32,9 +32,13 @@ double Num(Napi::Object o, const char* key, double fallback) {
 // ---------------------------------------------------------------------------------------------
 // The loop's side
 
-void GenerationJob::Emit(llama_token token, const std::string& piece, const TokenExtra* extra) {
+void GenerationJob::Emit(llama_token token, const std::string& piece, const TokenExtra* extra, bool forced) {
   std::lock_guard<std::mutex> lock(mu);
   outTokens.push_back(token);
+  if (forced || !outForced.empty()) {
+    outForced.resize(outTokens.size() - 1, 0);
+    outForced.push_back(forced ? 1 : 0);
+  }
   outBytes += piece;
   outEnds.push_back(static_cast<uint32_t>(outBytes.size()));
   if (extra != nullptr && !extra->ids.empty()) {
@@ -119,6 +123,7 @@ void CallJsBatchImpl(Napi::Env env, Napi::Function fn, GenerationJob* job) {
   std::vector<uint32_t> ends;
   TokenExtra extra;
   std::vector<uint32_t> extraEnds;
+  std::vector<uint8_t> forced;
   bool deliverFinal = false;
   {
     std::lock_guard<std::mutex> lock(job->mu);
@@ -128,6 +133,7 @@ void CallJsBatchImpl(Napi::Env env, Napi::Function fn, GenerationJob* job) {
     extra.ids.swap(job->outExtra.ids);
     extra.values.swap(job->outExtra.values);
     extraEnds.swap(job->outExtraEnds);
+    forced.swap(job->outForced);
     job->callPending = false;
     if (job->finished && !job->finalDelivered) deliverFinal = job->finalDelivered = true;
   }
@@ -145,6 +151,11 @@ void CallJsBatchImpl(Napi::Env env, Napi::Function fn, GenerationJob* job) {
     o.Set("ends", CopyArray<uint32_t, Napi::Uint32Array>(env, extraEnds));
     jsExtra = o;
   }
+  Napi::Value jsForced = env.Undefined();
+  if (!forced.empty()) {
+    forced.resize(tokens.size(), 0);
+    jsForced = CopyArray<uint8_t, Napi::Uint8Array>(env, forced);
+  }
   Napi::Value final = env.Undefined();
   if (deliverFinal) {
     Napi::Object o = Napi::Object::New(env);
@@ -154,6 +165,8 @@ void CallJsBatchImpl(Napi::Env env, Napi::Function fn, GenerationJob* job) {
     o.Set("generatedTokens", s.generatedTokens);
     o.Set("shifts", s.shifts);
     o.Set("stalledSteps", s.stalledSteps);
+    o.Set("forcedTokens", s.forcedTokens);
+    o.Set("forcedRuns", s.forcedRuns);
     o.Set("queueMs", s.queueMs);
     o.Set("promptMs", s.promptMs);
     o.Set("generateMs", s.generateMs);
@@ -177,7 +190,7 @@ void CallJsBatchImpl(Napi::Env env, Napi::Function fn, GenerationJob* job) {
     if (more && !job->callPending && job->tsfnAlive && !deliverFinal) job->ScheduleCallLocked();
   }
   try {
-    fn.Call({jsTokens, jsBytes, jsEnds, final, jsExtra});
+    fn.Call({jsTokens, jsBytes, jsEnds, final, jsExtra, jsForced});
   } catch (...) {
     // Our JS callback does not throw; this happens when JS can no longer run.
   }
@@ -209,6 +222,7 @@ std::shared_ptr<GenerationJob> CreateGeneration(Napi::Env env, const llama_vocab
   p.flushTokens = std::max<uint32_t>(1, static_cast<uint32_t>(Num(o, "flushTokens", p.flushTokens)));
   p.flushMs = Num(o, "flushMs", p.flushMs);
   p.windowTokens = std::max<uint32_t>(p.flushTokens, static_cast<uint32_t>(Num(o, "windowTokens", p.windowTokens)));
+  p.fastForward = o.Get("fastForward").ToBoolean().Value();
 
   SamplingParams sp;
   sp.temperature = static_cast<float>(Num(o, "temperature", sp.temperature));

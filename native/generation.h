@@ -33,6 +33,7 @@ struct GenerationParams {
   uint32_t flushTokens = 16;              // hand a batch to JS after this many tokens...
   double flushMs = 5.0;                   // ...or this long after the last hand-off
   uint32_t windowTokens = 256;            // at most this many tokens produced but not released
+  bool fastForward = false;               // forced text decoded in one batch (forced-tokens.h)
 };
 
 struct GenerationStats {
@@ -41,6 +42,8 @@ struct GenerationStats {
   uint32_t generatedTokens = 0;
   uint32_t shifts = 0;                    // context shifts (tokens dropped to make room)
   uint32_t stalledSteps = 0;              // decode steps without its next token (window or batch full)
+  uint32_t forcedTokens = 0;              // of generatedTokens: forced by the grammar, not sampled
+  uint32_t forcedRuns = 0;                // batches that carried forced tokens
   double queueMs = 0;                     // from generate() until the loop took it up
   double promptMs = 0;
   double generateMs = 0;
@@ -75,6 +78,7 @@ struct GenerationJob : std::enable_shared_from_this<GenerationJob> {
   enum class Phase { Queued, Prompt, Generating, Done } phase = Phase::Queued;
   size_t promptPos = 0;                   // prompt tokens in the cache
   llama_token pending = LLAMA_TOKEN_NULL; // sampled, emitted, not yet decoded
+  std::vector<llama_token> forced;        // forced after `pending`, emitted, decoded with it
   int32_t batchIndex = -1;                // position of its logits in the current batch
   uint32_t batchTokens = 0;               // tokens it put into the current batch
   std::chrono::steady_clock::time_point started, generateStarted;
@@ -90,6 +94,7 @@ struct GenerationJob : std::enable_shared_from_this<GenerationJob> {
   std::vector<uint32_t> outEnds;
   TokenExtra outExtra;
   std::vector<uint32_t> outExtraEnds;     // per token: end of its entries in outExtra
+  std::vector<uint8_t> outForced;         // per token: 1 = forced (empty: none in this batch)
   uint64_t produced = 0;
   uint64_t released = 0;
   bool callPending = false;
@@ -102,8 +107,8 @@ struct GenerationJob : std::enable_shared_from_this<GenerationJob> {
   NativeError error;
   std::chrono::steady_clock::time_point lastFlush;
 
-  // Loop thread: hands one token to JS (extra may be null).
-  void Emit(llama_token token, const std::string& piece, const TokenExtra* extra);
+  // Loop thread: hands one token to JS (extra may be null; forced: the grammar forced it).
+  void Emit(llama_token token, const std::string& piece, const TokenExtra* extra, bool forced = false);
   // Loop thread: the generation is over; the final batch goes to JS.
   void Finish();
   // Loop thread: true while the reader holds `windowTokens` unreleased tokens.

@@ -275,6 +275,17 @@ llama_token Sampler::SelectFrom(llama_token_data_array* array, NativeError* erro
   return array->data[array->selected].id;
 }
 
+bool Sampler::GrammarAdmits(llama_token token, NativeError* error) {
+  if (!grammar_) return true;
+  grammar::Failure f;
+  bool ok = grammar_->Admits(token, &f);
+  if (!f.ok()) {
+    *error = ToNative(f);
+    return false;
+  }
+  return ok;
+}
+
 bool Sampler::Accept(llama_token token, NativeError* error) {
   if (grammar_) {
     grammar::Failure f;

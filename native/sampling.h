@@ -8,6 +8,7 @@
 #include <llama.h>
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "grammar.h"
@@ -62,6 +63,11 @@ class Sampler {
   bool Accept(llama_token token, NativeError* error);
 
   const grammar::GrammarState* grammarState() const { return grammar_.get(); }
+  // Fast-forward (native/forced-tokens.h): the grammar's forced text from here, and its
+  // single-token check. Without a grammar: nothing is forced.
+  std::string ForcedBytes(size_t maxBytes) { return grammar_ ? grammar_->ForcedBytes(maxBytes) : std::string(); }
+  bool GrammarAdmits(llama_token token, NativeError* error);
+  bool wantsLogprobs() const { return logprobs_; }
   // Whether unconstrained tokens take the fast path (SampleFast); for the differential tests.
   bool selectsFast() const { return fastK_ != 0; }
   // After Sample, with logprobs on: (token, log probability) pairs, the chosen token first, then

@@ -81,6 +81,17 @@ export interface GenerateOptions {
    */
   grammarFirst?: boolean;
   /**
+   * Fast-forward: where the grammar leaves only one way to continue (a tool name, a property name,
+   * `", "`, a closing marker), those bytes are tokenized as the tokenizer spells them after the
+   * previous token and decoded in one batch with it instead of one step each; the tokens are
+   * emitted with `forced: true` and counted in `stats.forcedTokens`. The text is always one the
+   * grammar admits, but the model's own split of forced text may differ from the tokenizer's, so
+   * greedy outputs can differ from `fastForward: false` (today's one-token steps, llama.cpp's
+   * behaviour). Default: true with a grammar, false with `logprobs` (forced tokens have no
+   * distribution to report: with `fastForward: true` they carry log probability 0).
+   */
+  fastForward?: boolean;
+  /**
    * When the sequence is full: false stops with stopReason "context_full"; true (or `{keep}`)
    * drops the older half of its tokens after the first `keep` and goes on, as llama-server's
    * context shift does (`keep` defaults to 1 when the model adds BOS, else 0). Default: the
@@ -117,6 +128,7 @@ const generateKeys = [
   "special",
   "grammarResample",
   "grammarFirst",
+  "fastForward",
   "contextShift",
 ] as const;
 
@@ -183,6 +195,7 @@ export function resolveGenerateOptions(
     grammar,
     grammarResample: oneOf(o.grammarResample, "grammarResample", ["fast", "reference"] as const, "fast"),
     grammarFirst: bool(o.grammarFirst, "grammarFirst", false),
+    fastForward: bool(o.fastForward, "fastForward", o.logprobs !== true) && grammar !== null,
     ...resolveContextShift(model, o.contextShift === undefined ? defaults.contextShift : o.contextShift, "contextShift"),
     // Hand-off tuning: a batch every 16 tokens or 5 ms; at most 256 tokens ahead of the reader.
     flushTokens: 16,

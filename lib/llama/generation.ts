@@ -26,6 +26,8 @@ export interface GeneratedToken {
   /** Sampler data for this token as (token id, value) pairs, when the sampler provides any
    * (logprobs: the chosen token's, then the top alternatives'). */
   extra?: { ids: Int32Array; values: Float32Array };
+  /** The grammar forced this token (fastForward): decoded in one batch with the one before it. */
+  forced?: true;
 }
 
 export interface GenerationStats {
@@ -51,6 +53,10 @@ export interface GenerationStats {
   /** Decode steps of the context that went without this generation's next token, because its
    * reader held the window full or more sequences generated than a batch holds (local sequences). */
   stalledSteps?: number;
+  /** Of generatedTokens: forced by the grammar and not sampled (fastForward; local sequences). */
+  forcedTokens?: number;
+  /** Decode steps that carried forced tokens. */
+  forcedRuns?: number;
 }
 
 export interface GenerationResult {
@@ -65,6 +71,7 @@ interface Batch {
   bytes: Uint8Array;
   ends: Uint32Array;
   extra: NativeTokenExtra | undefined;
+  forced: Uint8Array | undefined;
   next: number;
 }
 
@@ -101,7 +108,7 @@ export class Generation implements AsyncIterable<GeneratedToken> {
     if (ids.length === 0) throw new ArgumentRangeError("prompt must contain at least one token");
     this.#window = options.native.windowTokens;
     this.#native = callNative(() =>
-      start(ids, options.native, (tokens, bytes, ends, final, extra) => this.#onBatch(tokens, bytes, ends, final, extra)),
+      start(ids, options.native, (tokens, bytes, ends, final, extra, forced) => this.#onBatch(tokens, bytes, ends, final, extra, forced)),
     );
     this.#signal = options.signal;
     if (this.#signal) {
@@ -187,6 +194,7 @@ export class Generation implements AsyncIterable<GeneratedToken> {
       const from = i === 0 ? 0 : x.ends[i - 1]!;
       if (x.ends[i]! > from) item.extra = { ids: x.ids.subarray(from, x.ends[i]!), values: x.values.subarray(from, x.ends[i]!) };
     }
+    if (batch.forced?.[i] === 1) item.forced = true;
     if (batch.next === batch.tokens.length) {
       this.#queue.shift();
       this.#release(batch.tokens.length);
@@ -211,13 +219,20 @@ export class Generation implements AsyncIterable<GeneratedToken> {
     }
   }
 
-  #onBatch(tokens: Int32Array, bytes: Uint8Array, ends: Uint32Array, final: NativeFinal | undefined, extra: NativeTokenExtra | undefined): void {
+  #onBatch(
+    tokens: Int32Array,
+    bytes: Uint8Array,
+    ends: Uint32Array,
+    final: NativeFinal | undefined,
+    extra: NativeTokenExtra | undefined,
+    forced?: Uint8Array,
+  ): void {
     if (tokens.length > 0) {
       for (let i = 0; i < tokens.length; i++) this.#tokens.push(tokens[i]!);
       this.#chunks.push(bytes);
       this.#unreleased += tokens.length;
       if (this.#draining) this.#release(tokens.length);
-      else this.#queue.push({ tokens, bytes, ends, extra, next: 0 });
+      else this.#queue.push({ tokens, bytes, ends, extra, forced, next: 0 });
     }
     if (final !== undefined) {
       this.#final = final;
@@ -274,6 +289,10 @@ function statsOf(final: NativeFinal): GenerationStats {
     stalledSteps: final.stalledSteps,
   };
   if (final.stopToken !== undefined) stats.stopToken = final.stopToken;
+  if (final.forcedTokens !== undefined) {
+    stats.forcedTokens = final.forcedTokens;
+    stats.forcedRuns = final.forcedRuns ?? 0;
+  }
   return stats;
 }
 

@@ -96,6 +96,8 @@ export interface NativeGenerateOptions {
   grammar: NativeGrammar | null;
   grammarResample: "fast" | "reference";
   grammarFirst: boolean;
+  /** Forced text decoded in one batch with the token before it (native/forced-tokens.h). */
+  fastForward?: boolean;
   /** A full sequence drops old tokens (keeping the first `contextShiftKeep`) instead of stopping. */
   contextShift: boolean;
   contextShiftKeep: number;
@@ -122,6 +124,9 @@ export interface NativeFinal {
   stalledSteps: number;
   /** From generate() until the decode loop took it up. */
   queueMs: number;
+  /** Of generatedTokens: forced by the grammar (fastForward), and the batches that carried them. */
+  forcedTokens?: number;
+  forcedRuns?: number;
   error?: Error & { code?: string };
 }
 
@@ -142,6 +147,8 @@ export type NativeBatchCallback = (
   ends: Uint32Array,
   final: NativeFinal | undefined,
   extra: NativeTokenExtra | undefined,
+  /** Per token: 1 = forced by the grammar (fastForward); undefined when none in this batch. */
+  forced?: Uint8Array,
 ) => void;
 
 export interface NativeGeneration {

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "forced.h"
 #include "llama-vocab.h"
 #include "parse.h"
 
@@ -323,6 +324,13 @@ bool GrammarState::Accept(llama_token token, Failure* error) {
     return false;
   }
   return AcceptToken(token, piece, error);
+}
+
+std::string GrammarState::ForcedBytes(size_t maxBytes) {
+  std::string out;
+  if (awaiting_ || partialRemain_ != 0 || hasTokenElements_) return out;
+  ForcedRun(engine_.get(), set_, maxBytes, &out);
+  return out;
 }
 
 void GrammarState::MaybeReset() {

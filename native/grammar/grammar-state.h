@@ -54,6 +54,11 @@ class GrammarState {
   // llama_grammar_accept_impl: trigger detection while lazy, then the grammar.
   bool Accept(llama_token token, Failure* error);
 
+  // Forced text (forced.h): the bytes every continuation admitted from here shares, up to the first
+  // choice point, at most maxBytes. Empty while a lazy grammar waits for its trigger, inside a
+  // partial character, and for grammars with TOKEN elements (decided by id, not by text).
+  std::string ForcedBytes(size_t maxBytes);
+
   const GrammarStats& stats() const { return stats_; }
   const MaskStats* maskStats() const { return mask_ ? &mask_->stats() : nullptr; }
   // Builds the position cache for every grammar position now (maxStates == 0), or for every state

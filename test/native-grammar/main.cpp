@@ -16,6 +16,10 @@
 //                                                           admitted, then end of text), the token it
 //                                                           failed at; mask µs per token when timed
 //                                                           (scripts/bench-schemas.mjs, MaskBench)
+//   forced.diff  {path, gbnf, root?, seed, walks, steps} -> forced text (grammar/forced.h) vs a
+//                                                           brute-force walk of llama.cpp's stacks
+//                                                           over code points, and its tokens
+//   grammar.accepts {path, gbnf, root?, tokens, prefill?} -> does llama.cpp's grammar take them all
 #include <llama.h>
 
 #include <algorithm>
@@ -31,6 +35,7 @@
 #include <string>
 #include <vector>
 
+#include "grammar/forced.h"
 #include "grammar/grammar-state.h"
 #include "grammar/triggers.h"
 #include "grammar/vocab-index.h"
@@ -43,6 +48,8 @@ using namespace lp::grammar;
 
 json CmdSamplerDiff(const json& req);   // sampler-diff.cpp
 json CmdSamplerBench(const json& req);  // sampler-diff.cpp
+json CmdForcedDiff(const json& req);     // forced-diff.cpp
+json CmdGrammarAccepts(const json& req); // forced-diff.cpp
 
 namespace {
 
@@ -661,6 +668,10 @@ int main() {
         result = CmdSamplerBench(req);
       } else if (cmd == "schema.check") {
         result = CmdSchemaCheck(req);
+      } else if (cmd == "forced.diff") {
+        result = CmdForcedDiff(req);
+      } else if (cmd == "grammar.accepts") {
+        result = CmdGrammarAccepts(req);
       } else if (cmd == "ping") {
         result = {{"pong", true}};
       } else {
