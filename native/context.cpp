@@ -26,6 +26,7 @@ std::shared_ptr<ContextCore> ContextCore::Create(Napi::Env env, const std::share
   cp.n_threads = config.threads > 0 ? config.threads : PhysicalCores();
   cp.n_threads_batch = config.threadsBatch > 0 ? config.threadsBatch : cp.n_threads;
   cp.no_perf = true;
+  cp.swa_full = config.swaFull;
   cp.abort_callback = AbortCallback;
   cp.abort_callback_data = core.get();
   LogCapture capture;
@@ -44,6 +45,11 @@ std::shared_ptr<ContextCore> ContextCore::Create(Napi::Env env, const std::share
   core->threadsBatch_ = cp.n_threads_batch;
   core->seed_ = config.seed;
   core->canShift_ = llama_memory_can_shift(llama_get_memory(core->ctx_));
+  core->swaFull_ = config.swaFull;
+  core->nSwa_ = llama_model_n_swa(model->model);
+  core->needsCheckpoints_ = llama_model_is_recurrent(model->model) || llama_model_is_hybrid(model->model) ||
+                            (core->nSwa_ > 0 && !config.swaFull);
+  core->checkpoints_.Configure(core->nSeq_, core->needsCheckpoints_ ? config.checkpoints : 0, config.checkpointBytes);
   core->slots_.resize(core->nSeq_);
   core->batch_ = llama_batch_init(static_cast<int32_t>(core->batchSize_), 0, 1);
   // Poll level 50 is llama.cpp's default (common_cpu_params::poll); only ggml's own pool uses it.
@@ -206,6 +212,9 @@ Napi::Object ContextWrap::NewInstance(Napi::Env env, const std::shared_ptr<Model
   config.threads = static_cast<int32_t>(U32(o, "threads", 0));
   config.threadsBatch = static_cast<int32_t>(U32(o, "threadsBatch", 0));
   config.seed = U32(o, "seed", LLAMA_DEFAULT_SEED);
+  if (o.Get("swaFull").IsBoolean()) config.swaFull = o.Get("swaFull").ToBoolean().Value();
+  config.checkpoints = U32(o, "checkpoints", config.checkpoints);
+  if (o.Get("checkpointBytes").IsNumber()) config.checkpointBytes = static_cast<size_t>(o.Get("checkpointBytes").As<Napi::Number>().Int64Value());
   NativeError error;
   std::shared_ptr<ContextCore> core = ContextCore::Create(env, model, config, &error);
   if (!core) Throw(env, error.code, error.message);
@@ -259,6 +268,9 @@ Napi::Value ContextWrap::Info(const Napi::CallbackInfo& info) {
   o.Set("sequences", core->sequences());
   o.Set("kvUnified", core->kvUnified());
   o.Set("canShift", core->canShift());
+  o.Set("memory", core->needsCheckpoints() ? "checkpoints" : "trim");
+  o.Set("slidingWindow", core->slidingWindow());
+  o.Set("swaFull", core->swaFull());
   o.Set("threads", core->threads());
   o.Set("threadsBatch", core->threadsBatch());
   return o;

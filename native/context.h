@@ -16,6 +16,7 @@
 #include <mutex>
 #include <vector>
 
+#include "checkpoints.h"
 #include "common.h"
 #include "lifetime.h"
 #include "model.h"
@@ -33,6 +34,9 @@ struct ContextConfig {
   int32_t threads = 0;        // 0: physical cores
   int32_t threadsBatch = 0;   // 0: = threads
   uint32_t seed = LLAMA_DEFAULT_SEED;
+  bool swaFull = true;                  // llama_context_default_params' choice: full-size SWA cache
+  uint32_t checkpoints = 8;             // per sequence, for memories that cannot trim
+  size_t checkpointBytes = 256u << 20;  // for the whole context
 };
 
 class ContextCore : public Stoppable, public std::enable_shared_from_this<ContextCore> {
@@ -52,6 +56,11 @@ class ContextCore : public Stoppable, public std::enable_shared_from_this<Contex
   uint32_t sequences() const { return nSeq_; }
   bool kvUnified() const { return kvUnified_; }
   bool canShift() const { return canShift_; }
+  // The memory cannot roll back by trimming (hybrid / recurrent, or SWA without swaFull): prefix
+  // reuse goes through state checkpoints (checkpoints.h).
+  bool needsCheckpoints() const { return needsCheckpoints_; }
+  int32_t slidingWindow() const { return nSwa_; }
+  bool swaFull() const { return swaFull_; }
   int32_t threads() const { return threads_; }
   int32_t threadsBatch() const { return threadsBatch_; }
   uint32_t seed() const { return seed_; }
@@ -93,6 +102,11 @@ class ContextCore : public Stoppable, public std::enable_shared_from_this<Contex
   void Step(std::vector<std::shared_ptr<GenerationJob>>& active);
   void Admit(const std::shared_ptr<GenerationJob>& job);
   bool Shift(GenerationJob& job);
+  // Admit's prefix reuse for memories that cannot trim: the reused token count.
+  size_t ReuseWithCheckpoints(GenerationJob& job, size_t n);
+  // The SWA cells still hold what a continuation at position n attends to.
+  bool WindowIntact(int32_t seq, size_t n);
+  void ForgetCells(int32_t seq);  // the whole sequence: cells, mirror, checkpoints
   void Decode();
   void Add(llama_token token, llama_pos pos, int32_t seq, bool logits);  // one token into batch_
   void SampleOne(GenerationJob& job);
@@ -104,7 +118,8 @@ class ContextCore : public Stoppable, public std::enable_shared_from_this<Contex
   llama_context* ctx_ = nullptr;
   ThreadPools pools_;
   uint32_t cells_ = 0, sequenceSize_ = 0, batchSize_ = 0, nSeq_ = 1;
-  bool kvUnified_ = false, canShift_ = false;
+  bool kvUnified_ = false, canShift_ = false, needsCheckpoints_ = false, swaFull_ = true;
+  int32_t nSwa_ = 0;
   int32_t threads_ = 1, threadsBatch_ = 1;
   uint32_t seed_ = LLAMA_DEFAULT_SEED;
 
@@ -125,6 +140,7 @@ class ContextCore : public Stoppable, public std::enable_shared_from_this<Contex
   std::vector<GenerationJob*> stalled_;
   std::vector<GenerationJob*> chosen_;      // this step's batch, before it is laid out by sequence id
   size_t rotate_ = 0;                       // first generating job this step (fairness)
+  CheckpointStore checkpoints_;
 };
 
 // What JS objects (the context, its sequences, running generations) hold: when the last one is

@@ -32,6 +32,9 @@ export interface GenerationStats {
   promptTokens: number;
   /** Prompt tokens found in the KV cache and not decoded again. */
   reusedTokens: number;
+  /** Of reusedTokens, those restored from a state checkpoint (models whose memory cannot trim:
+   * hybrid, recurrent, sliding-window without swaFull; docs/contexts.md). Local sequences. */
+  checkpointTokens?: number;
   /** Tokens emitted (the EOG or stop token that ended the generation is not counted). */
   generatedTokens: number;
   /** From generate() until the context's decode loop took the generation up (local sequences). */
@@ -264,6 +267,7 @@ function statsOf(final: NativeFinal): GenerationStats {
   const stats: GenerationStats = {
     promptTokens: final.promptTokens,
     reusedTokens: final.reusedTokens,
+    checkpointTokens: final.checkpointTokens,
     generatedTokens: final.generatedTokens,
     queueMs: final.queueMs,
     promptMs: final.promptMs,

@@ -49,6 +49,12 @@ export interface NativeContextOptions {
   threadsBatch: number;
   /** A uint32; 0xFFFFFFFF asks llama.cpp for a random seed. */
   seed: number;
+  /** Full-size sliding-window cache (llama.cpp's swa_full). */
+  swaFull?: boolean;
+  /** State checkpoints kept per sequence for memories that cannot trim (0: none). */
+  checkpoints?: number;
+  /** Bytes all checkpoints of the context may take. */
+  checkpointBytes?: number;
 }
 
 export interface NativeContextInfo {
@@ -61,6 +67,12 @@ export interface NativeContextInfo {
   kvUnified: boolean;
   /** The cache can move positions (context shift). */
   canShift: boolean;
+  /** "trim": prefix reuse trims the cells; "checkpoints": the memory cannot roll back (hybrid,
+   * recurrent, SWA without swaFull), reuse restores state checkpoints. */
+  memory: "trim" | "checkpoints";
+  /** The model's sliding window (0: none). */
+  slidingWindow: number;
+  swaFull: boolean;
   threads: number;
   threadsBatch: number;
 }
@@ -110,6 +122,8 @@ export type StopReason = "eog" | "length" | "stop" | "abort" | "context_full";
 export interface NativeFinal {
   promptTokens: number;
   reusedTokens: number;
+  /** Part of reusedTokens restored from a state checkpoint. */
+  checkpointTokens: number;
   generatedTokens: number;
   promptMs: number;
   generateMs: number;
