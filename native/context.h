@@ -12,6 +12,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -79,6 +80,14 @@ class ContextCore : public Stoppable, public std::enable_shared_from_this<Contex
 
   // Any thread: something for the loop to look at (a release, an abort).
   void Wake();
+  // Any thread: runs fn(true) on the loop thread between steps, or fn(false) when the loop stops
+  // first. False (fn never runs) when the loop has already stopped.
+  bool RunOnLoop(std::function<void(bool alive)> fn);
+  // Loop thread (inside RunOnLoop): one sequence's tokens and full state / replaces them.
+  NativeError SaveSequence(int32_t seq, std::vector<llama_token>* tokens, std::vector<uint8_t>* state);
+  NativeError LoadSequence(int32_t seq, const std::vector<llama_token>& tokens, const std::vector<uint8_t>& state);
+  // Loop thread: empties a sequence that is not generating.
+  void ForgetSequence(int32_t seq);
   // Stoppable: ends every generation (stopReason "abort") and the loop; frees the llama_context
   // on the loop thread. Never blocks.
   void RequestStop() override;
@@ -129,8 +138,10 @@ class ContextCore : public Stoppable, public std::enable_shared_from_this<Contex
   std::vector<Slot> slots_;
   std::deque<std::shared_ptr<GenerationJob>> queued_;
   std::vector<int32_t> clears_;             // sequences whose cells the loop must drop
+  std::deque<std::function<void(bool)>> ops_;  // RunOnLoop
   bool wake_ = false;
   bool stopped_ = false;                    // the loop has ended and freed the llama_context
+  bool stopped_ops_ = false;                // the loop took its last ops (RunOnLoop refuses)
   std::condition_variable stoppedCv_;
   std::atomic<bool> stopRequested_{false};
 
@@ -165,6 +176,8 @@ class ContextWrap : public Napi::ObjectWrap<ContextWrap> {
   Napi::Value Tokens(const Napi::CallbackInfo& info);
   Napi::Value ClearCache(const Napi::CallbackInfo& info);
   Napi::Value Generate(const Napi::CallbackInfo& info);
+  Napi::Value SaveState(const Napi::CallbackInfo& info);
+  Napi::Value LoadState(const Napi::CallbackInfo& info);
   const std::shared_ptr<ContextHandle>& Handle(Napi::Env env) const;
   int32_t SeqArg(const Napi::CallbackInfo& info, size_t i) const;
 

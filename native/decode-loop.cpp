@@ -44,11 +44,12 @@ void ContextCore::Loop() {
   while (true) {
     std::vector<std::shared_ptr<GenerationJob>> joined;
     std::vector<int32_t> clears;
+    std::deque<std::function<void(bool)>> ops;
     bool stop = false;
     {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [&] {
-        if (stopRequested_.load() || wake_ || !queued_.empty() || !clears_.empty()) return true;
+        if (stopRequested_.load() || wake_ || !queued_.empty() || !clears_.empty() || !ops_.empty()) return true;
         for (auto& job : active) {
           if (Runnable(*job)) return true;
         }
@@ -59,8 +60,11 @@ void ContextCore::Loop() {
       joined.assign(queued_.begin(), queued_.end());
       queued_.clear();
       clears.swap(clears_);
+      ops.swap(ops_);
+      if (stop) stopped_ops_ = true;
     }
     if (stop) {
+      for (auto& op : ops) op(false);
       for (auto& job : joined) End(*job, "abort");
       for (auto& job : active) End(*job, "abort");
       break;
@@ -76,6 +80,7 @@ void ContextCore::Loop() {
       std::lock_guard<std::mutex> lock(mu_);
       slots_[static_cast<size_t>(seq)].tokens.clear();
     }
+    for (auto& op : ops) op(true);
     for (auto& job : joined) {
       if (job->abortRequested.load()) {
         End(*job, "abort");

@@ -177,6 +177,10 @@ export interface NativeContext {
   tokens(seq: number): Int32Array;
   clearCache(seq: number): void;
   generate(seq: number, prompt: Int32Array, options: NativeGenerateOptions, onBatch: NativeBatchCallback): NativeGeneration;
+  /** Writes the sequence's tokens and state to `path` (off the JS thread). */
+  saveState(seq: number, path: string): Promise<{ tokens: number; bytes: number }>;
+  /** Replaces the sequence's tokens and state with the file's; on failure it is left empty. */
+  loadState(seq: number, path: string): Promise<{ tokens: number; bytes: number }>;
 }
 
 export interface NativeModel {
@@ -229,6 +233,9 @@ const nativeCodes = new Set<string>([
   "ERR_CONTEXT_FULL",
   "ERR_NO_SEQUENCE",
   "ERR_INVALID_ARGUMENT",
+  "ERR_STATE_INVALID",
+  "ERR_STATE_MISMATCH",
+  "ERR_DISPOSED",
   "ERR_INTERNAL",
 ] satisfies LlamapegErrorCode[]);
 
