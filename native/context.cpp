@@ -51,8 +51,8 @@ std::shared_ptr<ContextCore> ContextCore::Create(Napi::Env env, const std::share
   core->canShift_ = llama_memory_can_shift(llama_get_memory(core->ctx_));
   core->swaFull_ = config.swaFull;
   core->nSwa_ = llama_model_n_swa(model->model);
-  core->needsCheckpoints_ = llama_model_is_recurrent(model->model) || llama_model_is_hybrid(model->model) ||
-                            (core->nSwa_ > 0 && !config.swaFull);
+  core->recurrent_ = llama_model_is_recurrent(model->model) || llama_model_is_hybrid(model->model);
+  core->needsCheckpoints_ = core->recurrent_ || (core->nSwa_ > 0 && !config.swaFull);
   core->checkpoints_.Configure(core->nSeq_, core->needsCheckpoints_ ? config.checkpoints : 0, config.checkpointBytes);
   core->slots_.resize(core->nSeq_);
   core->batch_ = llama_batch_init(static_cast<int32_t>(core->batchSize_), 0, 1);

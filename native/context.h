@@ -116,6 +116,9 @@ class ContextCore : public Stoppable, public std::enable_shared_from_this<Contex
   // The SWA cells still hold what a continuation at position n attends to.
   bool WindowIntact(int32_t seq, size_t n);
   void ForgetCells(int32_t seq);  // the whole sequence: cells, mirror, checkpoints
+  // Admit: when another sequence holds a longer common prefix, its cells are copied
+  // (llama_memory_seq_cp); the reused token count, or n when nothing was copied.
+  size_t CopySharedPrefix(GenerationJob& job, size_t n);
   void Decode();
   void Add(llama_token token, llama_pos pos, int32_t seq, bool logits);  // one token into batch_
   void SampleOne(GenerationJob& job);
@@ -127,7 +130,7 @@ class ContextCore : public Stoppable, public std::enable_shared_from_this<Contex
   llama_context* ctx_ = nullptr;
   ThreadPools pools_;
   uint32_t cells_ = 0, sequenceSize_ = 0, batchSize_ = 0, nSeq_ = 1;
-  bool kvUnified_ = false, canShift_ = false, needsCheckpoints_ = false, swaFull_ = true;
+  bool kvUnified_ = false, canShift_ = false, needsCheckpoints_ = false, swaFull_ = true, recurrent_ = false;
   int32_t nSwa_ = 0;
   int32_t threads_ = 1, threadsBatch_ = 1;
   uint32_t seed_ = LLAMA_DEFAULT_SEED;

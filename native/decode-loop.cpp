@@ -121,6 +121,7 @@ void ContextCore::Admit(const std::shared_ptr<GenerationJob>& job) {
     n = 0;
   }
   cached.resize(n);
+  if (nSeq_ > 1) n = CopySharedPrefix(*job, n);
   job->promptPos = n;
   job->started = Clock::now();
   job->stats.queueMs = std::chrono::duration<double, std::milli>(job->started - job->submitted).count();
@@ -150,6 +151,47 @@ size_t ContextCore::ReuseWithCheckpoints(GenerationJob& job, size_t n) {
   }
   checkpoints_.DropAbove(job.seq, n);
   return n;
+}
+
+size_t ContextCore::CopySharedPrefix(GenerationJob& job, size_t n) {
+  // Worth a copy only well past what the sequence reuses itself (a copy replaces its cells).
+  constexpr size_t kMinGain = 32;
+  const std::vector<llama_token>& prompt = job.params.prompt;
+  int32_t best = -1;
+  size_t bestLen = n + kMinGain;
+  std::unique_lock<std::mutex> lock(mu_);  // the JS thread clears other sequences' mirrors
+  for (size_t j = 0; j < slots_.size(); j++) {
+    if (static_cast<int32_t>(j) == job.seq || !slots_[j].taken || slots_[j].retiring) continue;
+    const std::vector<llama_token>& other = slots_[j].tokens;
+    size_t m = 0;
+    while (m < other.size() && m < prompt.size() && other[m] == prompt[m]) m++;
+    m = std::min(m, prompt.size() - 1);  // at least one token to decode, for its logits
+    // A recurrent state exists only at the other sequence's end: the prefix must be all of it.
+    if (recurrent_ && m != other.size()) continue;
+    if (m >= bestLen) {
+      best = static_cast<int32_t>(j);
+      bestLen = m;
+    }
+  }
+  if (best < 0) return n;
+  std::vector<llama_token> shared(slots_[static_cast<size_t>(best)].tokens.begin(),
+                                  slots_[static_cast<size_t>(best)].tokens.begin() + static_cast<std::ptrdiff_t>(bestLen));
+  lock.unlock();
+  llama_memory_t mem = llama_get_memory(ctx_);
+  // All of the other sequence's cells, then trimmed: with split KV llama.cpp copies between
+  // streams only whole (llama_kv_cache::seq_cp asserts otherwise); unified KV shares the cells.
+  llama_memory_seq_rm(mem, job.seq, -1, -1);
+  checkpoints_.Clear(job.seq);
+  llama_memory_seq_cp(mem, best, job.seq, -1, -1);
+  std::vector<llama_token>& cached = slots_[static_cast<size_t>(job.seq)].tokens;
+  if (!llama_memory_seq_rm(mem, job.seq, static_cast<llama_pos>(bestLen), -1) || !WindowIntact(job.seq, bestLen)) {
+    ForgetCells(job.seq);
+    return 0;
+  }
+  cached = std::move(shared);
+  job.stats.sharedTokens = static_cast<uint32_t>(bestLen);
+  job.stats.checkpointTokens = 0;
+  return bestLen;
 }
 
 bool ContextCore::WindowIntact(int32_t seq, size_t n) {

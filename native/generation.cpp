@@ -152,6 +152,7 @@ void CallJsBatchImpl(Napi::Env env, Napi::Function fn, GenerationJob* job) {
     o.Set("promptTokens", s.promptTokens);
     o.Set("reusedTokens", s.reusedTokens);
     o.Set("checkpointTokens", s.checkpointTokens);
+    o.Set("sharedTokens", s.sharedTokens);
     o.Set("generatedTokens", s.generatedTokens);
     o.Set("shifts", s.shifts);
     o.Set("stalledSteps", s.stalledSteps);

@@ -35,6 +35,9 @@ export interface GenerationStats {
   /** Of reusedTokens, those restored from a state checkpoint (models whose memory cannot trim:
    * hybrid, recurrent, sliding-window without swaFull; docs/contexts.md). Local sequences. */
   checkpointTokens?: number;
+  /** Of reusedTokens, those copied from another sequence of the context that held the same
+   * prefix (llama_memory_seq_cp): many agents with one system prompt prefill it once. */
+  sharedTokens?: number;
   /** Tokens emitted (the EOG or stop token that ended the generation is not counted). */
   generatedTokens: number;
   /** From generate() until the context's decode loop took the generation up (local sequences). */
@@ -268,6 +271,7 @@ function statsOf(final: NativeFinal): GenerationStats {
     promptTokens: final.promptTokens,
     reusedTokens: final.reusedTokens,
     checkpointTokens: final.checkpointTokens,
+    sharedTokens: final.sharedTokens,
     generatedTokens: final.generatedTokens,
     queueMs: final.queueMs,
     promptMs: final.promptMs,

@@ -124,6 +124,8 @@ export interface NativeFinal {
   reusedTokens: number;
   /** Part of reusedTokens restored from a state checkpoint. */
   checkpointTokens: number;
+  /** Part of reusedTokens copied from another sequence's cells. */
+  sharedTokens: number;
   generatedTokens: number;
   promptMs: number;
   generateMs: number;
