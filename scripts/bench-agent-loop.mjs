@@ -52,9 +52,11 @@ const report = (line) => {
 const TOOLS = [{ type: "function", function: { name: "lookup", description: "Looks a word up", parameters: { type: "object", properties: { word: { type: "string", maxLength: 12 } }, required: ["word"] } } }];
 
 async function conversation(model, checkpoints) {
-  const c = model.createContext({ contextSize: 8192, batchSize: 512, swaFull: false, checkpoints, threads, sequences: 2 });
+  const c = model.createContext({ contextSize: 8192, batchSize: 512, swaFull: false, checkpoints, threads });
+  // A context of its own: in the same context the cold sequence would copy the warm one's cells.
+  const coldContext = model.createContext({ contextSize: 8192, batchSize: 512, swaFull: false, checkpoints, threads });
   const warm = c.getSequence();
-  const cold = c.getSequence();
+  const cold = coldContext.getSequence();
   const messages = [
     { role: "system", content: `You index words. ${words(400, 3)}` },
     { role: "user", content: "Look up the first word." },
@@ -81,6 +83,7 @@ async function conversation(model, checkpoints) {
     messages.push({ role: "user", content: `Turn ${turn}: now ${words(20, turn + 11)}.` });
   }
   c.dispose();
+  coldContext.dispose();
   return last;
 }
 
