@@ -22,6 +22,8 @@ export const ERROR_CODES = [
   "ERR_NO_SEQUENCE",
   "ERR_ABORTED",
   "ERR_INVALID_ARGUMENT",
+  "ERR_STATE_INVALID",
+  "ERR_STATE_MISMATCH",
   // parsing / grammars / chat
   "ERR_PEG_INVALID",
   "ERR_PEG_PARSE",

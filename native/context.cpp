@@ -3,9 +3,13 @@
 #include <algorithm>
 #include <cstring>
 
+#include <future>
+
 #include "addon.h"
 #include "generation.h"
 #include "log.h"
+#include "seq-state.h"
+#include "task.h"
 
 namespace lp {
 
@@ -26,6 +30,7 @@ std::shared_ptr<ContextCore> ContextCore::Create(Napi::Env env, const std::share
   cp.n_threads = config.threads > 0 ? config.threads : PhysicalCores();
   cp.n_threads_batch = config.threadsBatch > 0 ? config.threadsBatch : cp.n_threads;
   cp.no_perf = true;
+  cp.swa_full = config.swaFull;
   cp.abort_callback = AbortCallback;
   cp.abort_callback_data = core.get();
   LogCapture capture;
@@ -44,6 +49,11 @@ std::shared_ptr<ContextCore> ContextCore::Create(Napi::Env env, const std::share
   core->threadsBatch_ = cp.n_threads_batch;
   core->seed_ = config.seed;
   core->canShift_ = llama_memory_can_shift(llama_get_memory(core->ctx_));
+  core->swaFull_ = config.swaFull;
+  core->nSwa_ = llama_model_n_swa(model->model);
+  core->recurrent_ = llama_model_is_recurrent(model->model) || llama_model_is_hybrid(model->model);
+  core->needsCheckpoints_ = core->recurrent_ || (core->nSwa_ > 0 && !config.swaFull);
+  core->checkpoints_.Configure(core->nSeq_, core->needsCheckpoints_ ? config.checkpoints : 0, config.checkpointBytes);
   core->slots_.resize(core->nSeq_);
   core->batch_ = llama_batch_init(static_cast<int32_t>(core->batchSize_), 0, 1);
   // Poll level 50 is llama.cpp's default (common_cpu_params::poll); only ggml's own pool uses it.
@@ -160,6 +170,64 @@ void ContextCore::Wake() {
   cv_.notify_one();
 }
 
+bool ContextCore::RunOnLoop(std::function<void(bool)> fn) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopped_ops_) return false;
+    ops_.push_back(std::move(fn));
+  }
+  cv_.notify_one();
+  return true;
+}
+
+NativeError ContextCore::SaveSequence(int32_t seq, std::vector<llama_token>* tokens, std::vector<uint8_t>* state) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const Slot& slot = slots_[static_cast<size_t>(seq)];
+    if (slot.job || slot.retiring) return {"ERR_BUSY", "the sequence is generating"};
+    *tokens = slot.tokens;
+  }
+  state->resize(llama_state_seq_get_size(ctx_, seq));
+  if (llama_state_seq_get_data(ctx_, state->data(), state->size(), seq) != state->size()) {
+    return {"ERR_INTERNAL", "llama.cpp could not write the sequence's state"};
+  }
+  return {};
+}
+
+NativeError ContextCore::LoadSequence(int32_t seq, const std::vector<llama_token>& tokens, const std::vector<uint8_t>& state) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const Slot& slot = slots_[static_cast<size_t>(seq)];
+    if (slot.job || slot.retiring) return {"ERR_BUSY", "the sequence is generating"};
+  }
+  // Whatever happens next, the sequence starts empty (and stays so on failure).
+  ForgetCells(seq);
+  const size_t read = llama_state_seq_set_data(ctx_, state.data(), state.size(), seq);
+  llama_memory_t mem = llama_get_memory(ctx_);
+  const llama_pos last = llama_memory_seq_pos_max(mem, seq);
+  if (read != state.size() || last != static_cast<llama_pos>(tokens.size()) - 1) {
+    ForgetCells(seq);
+    return {"ERR_STATE_MISMATCH", "llama.cpp did not accept the state for this context (read " + std::to_string(read) + " of " +
+                                      std::to_string(state.size()) + " bytes; the context's cache layout differs from the one that saved it)"};
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    slots_[static_cast<size_t>(seq)].tokens = tokens;
+  }
+  // A retry of the loaded conversation's last prompt must not need a full decode.
+  checkpoints_.Take(ctx_, seq, tokens.size());
+  return {};
+}
+
+void ContextCore::ForgetSequence(int32_t seq) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const Slot& slot = slots_[static_cast<size_t>(seq)];
+    if (slot.job || slot.retiring) return;
+  }
+  ForgetCells(seq);
+}
+
 void ContextCore::RequestStop() {
   stopRequested_.store(true);
   Wake();
@@ -193,6 +261,8 @@ Napi::Function ContextWrap::Define(Napi::Env env) {
                          InstanceMethod<&ContextWrap::Tokens>("tokens"),
                          InstanceMethod<&ContextWrap::ClearCache>("clearCache"),
                          InstanceMethod<&ContextWrap::Generate>("generate"),
+                         InstanceMethod<&ContextWrap::SaveState>("saveState"),
+                         InstanceMethod<&ContextWrap::LoadState>("loadState"),
                      });
 }
 
@@ -206,6 +276,9 @@ Napi::Object ContextWrap::NewInstance(Napi::Env env, const std::shared_ptr<Model
   config.threads = static_cast<int32_t>(U32(o, "threads", 0));
   config.threadsBatch = static_cast<int32_t>(U32(o, "threadsBatch", 0));
   config.seed = U32(o, "seed", LLAMA_DEFAULT_SEED);
+  if (o.Get("swaFull").IsBoolean()) config.swaFull = o.Get("swaFull").ToBoolean().Value();
+  config.checkpoints = U32(o, "checkpoints", config.checkpoints);
+  if (o.Get("checkpointBytes").IsNumber()) config.checkpointBytes = static_cast<size_t>(o.Get("checkpointBytes").As<Napi::Number>().Int64Value());
   NativeError error;
   std::shared_ptr<ContextCore> core = ContextCore::Create(env, model, config, &error);
   if (!core) Throw(env, error.code, error.message);
@@ -259,6 +332,9 @@ Napi::Value ContextWrap::Info(const Napi::CallbackInfo& info) {
   o.Set("sequences", core->sequences());
   o.Set("kvUnified", core->kvUnified());
   o.Set("canShift", core->canShift());
+  o.Set("memory", core->needsCheckpoints() ? "checkpoints" : "trim");
+  o.Set("slidingWindow", core->slidingWindow());
+  o.Set("swaFull", core->swaFull());
   o.Set("threads", core->threads());
   o.Set("threadsBatch", core->threadsBatch());
   return o;
@@ -323,6 +399,103 @@ Napi::Value ContextWrap::Generate(const Napi::CallbackInfo& info) {
     }
     return GenerationWrap::NewInstance(env, job);
   });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sequence state files: the file is read, written and checked on a task thread; only the
+// llama.cpp state calls run on the loop thread (between steps, the others' generations wait
+// for that much only).
+
+namespace {
+
+class SeqStateTask : public Task {
+ public:
+  SeqStateTask(std::shared_ptr<ContextHandle> handle, int32_t seq, std::string path, bool save)
+      : handle_(std::move(handle)), seq_(seq), path_(std::move(path)), save_(save) {}
+
+  void Execute() override {
+    ContextCore& core = *handle_->core;
+    SeqStateMeta meta{ModelIdentity(core.model()->model), core.swaFull(), core.sequenceSize()};
+    std::vector<llama_token> tokens;
+    std::vector<uint8_t> state;
+    if (!save_) {
+      std::vector<uint8_t> file;
+      error_ = ReadWholeFile(path_, &file);
+      if (error_.ok()) error_ = DecodeSeqState(file, meta, core.sequenceSize(), &tokens, &state);
+      if (!error_.ok()) {
+        // The sequence is left empty, as after a failed load of llama.cpp's.
+        RunAndWait([&](ContextCore& c) { c.ForgetSequence(seq_); return NativeError{}; });
+        return;
+      }
+      error_ = RunAndWait([&](ContextCore& c) { return c.LoadSequence(seq_, tokens, state); });
+      count_ = tokens.size();
+      return;
+    }
+    error_ = RunAndWait([&](ContextCore& c) { return c.SaveSequence(seq_, &tokens, &state); });
+    if (!error_.ok()) return;
+    std::vector<uint8_t> file = EncodeSeqState(meta, tokens, state);
+    tokens.shrink_to_fit();
+    state = {};
+    error_ = WriteFileAtomic(path_, file);
+    count_ = tokens.size();
+    bytes_ = file.size();
+  }
+
+  void Settle(Napi::Env env, Napi::Promise::Deferred& deferred) override {
+    handle_.reset();
+    if (!error_.ok()) {
+      Napi::Error e = MakeError(env, error_.code, error_.message);
+      e.Set("where", Napi::String::New(env, path_));
+      deferred.Reject(e.Value());
+      return;
+    }
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("tokens", Napi::Number::New(env, static_cast<double>(count_)));
+    o.Set("bytes", Napi::Number::New(env, static_cast<double>(bytes_)));
+    deferred.Resolve(o);
+  }
+
+ private:
+  NativeError RunAndWait(const std::function<NativeError(ContextCore&)>& fn) {
+    auto done = std::make_shared<std::promise<NativeError>>();
+    std::future<NativeError> result = done->get_future();
+    ContextCore* core = handle_->core.get();
+    const bool queued = core->RunOnLoop([done, core, &fn](bool alive) {
+      if (!alive) return done->set_value({"ERR_DISPOSED", "the context was disposed"});
+      try {
+        done->set_value(fn(*core));
+      } catch (const std::exception& e) {
+        done->set_value({"ERR_INTERNAL", std::string("native error: ") + e.what()});
+      }
+    });
+    if (!queued) return {"ERR_DISPOSED", "the context was disposed"};
+    return result.get();
+  }
+
+  std::shared_ptr<ContextHandle> handle_;
+  int32_t seq_;
+  std::string path_;
+  bool save_;
+  NativeError error_;
+  size_t count_ = 0, bytes_ = 0;
+};
+
+}  // namespace
+
+Napi::Value ContextWrap::SaveState(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  int32_t seq = SeqArg(info, 0);
+  if (info.Length() < 2 || !info[1].IsString()) throw Napi::TypeError::New(env, "saveState(seq: number, path: string)");
+  if (handle_->core->Busy(seq)) Throw(env, "ERR_BUSY", "the sequence is generating; save it after the generation ends");
+  return Task::Start(env, std::make_shared<SeqStateTask>(handle_, seq, info[1].As<Napi::String>().Utf8Value(), true), "llamapeg.saveState");
+}
+
+Napi::Value ContextWrap::LoadState(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  int32_t seq = SeqArg(info, 0);
+  if (info.Length() < 2 || !info[1].IsString()) throw Napi::TypeError::New(env, "loadState(seq: number, path: string)");
+  if (handle_->core->Busy(seq)) Throw(env, "ERR_BUSY", "the sequence is generating; load into it after the generation ends");
+  return Task::Start(env, std::make_shared<SeqStateTask>(handle_, seq, info[1].As<Napi::String>().Utf8Value(), false), "llamapeg.loadState");
 }
 
 }  // namespace lp

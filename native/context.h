@@ -12,10 +12,12 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <vector>
 
+#include "checkpoints.h"
 #include "common.h"
 #include "lifetime.h"
 #include "model.h"
@@ -33,6 +35,9 @@ struct ContextConfig {
   int32_t threads = 0;        // 0: physical cores
   int32_t threadsBatch = 0;   // 0: = threads
   uint32_t seed = LLAMA_DEFAULT_SEED;
+  bool swaFull = true;                  // llama_context_default_params' choice: full-size SWA cache
+  uint32_t checkpoints = 8;             // per sequence, for memories that cannot trim
+  size_t checkpointBytes = 256u << 20;  // for the whole context
 };
 
 class ContextCore : public Stoppable, public std::enable_shared_from_this<ContextCore> {
@@ -52,6 +57,11 @@ class ContextCore : public Stoppable, public std::enable_shared_from_this<Contex
   uint32_t sequences() const { return nSeq_; }
   bool kvUnified() const { return kvUnified_; }
   bool canShift() const { return canShift_; }
+  // The memory cannot roll back by trimming (hybrid / recurrent, or SWA without swaFull): prefix
+  // reuse goes through state checkpoints (checkpoints.h).
+  bool needsCheckpoints() const { return needsCheckpoints_; }
+  int32_t slidingWindow() const { return nSwa_; }
+  bool swaFull() const { return swaFull_; }
   int32_t threads() const { return threads_; }
   int32_t threadsBatch() const { return threadsBatch_; }
   uint32_t seed() const { return seed_; }
@@ -70,6 +80,14 @@ class ContextCore : public Stoppable, public std::enable_shared_from_this<Contex
 
   // Any thread: something for the loop to look at (a release, an abort).
   void Wake();
+  // Any thread: runs fn(true) on the loop thread between steps, or fn(false) when the loop stops
+  // first. False (fn never runs) when the loop has already stopped.
+  bool RunOnLoop(std::function<void(bool alive)> fn);
+  // Loop thread (inside RunOnLoop): one sequence's tokens and full state / replaces them.
+  NativeError SaveSequence(int32_t seq, std::vector<llama_token>* tokens, std::vector<uint8_t>* state);
+  NativeError LoadSequence(int32_t seq, const std::vector<llama_token>& tokens, const std::vector<uint8_t>& state);
+  // Loop thread: empties a sequence that is not generating.
+  void ForgetSequence(int32_t seq);
   // Stoppable: ends every generation (stopReason "abort") and the loop; frees the llama_context
   // on the loop thread. Never blocks.
   void RequestStop() override;
@@ -93,6 +111,14 @@ class ContextCore : public Stoppable, public std::enable_shared_from_this<Contex
   void Step(std::vector<std::shared_ptr<GenerationJob>>& active);
   void Admit(const std::shared_ptr<GenerationJob>& job);
   bool Shift(GenerationJob& job);
+  // Admit's prefix reuse for memories that cannot trim: the reused token count.
+  size_t ReuseWithCheckpoints(GenerationJob& job, size_t n);
+  // The SWA cells still hold what a continuation at position n attends to.
+  bool WindowIntact(int32_t seq, size_t n);
+  void ForgetCells(int32_t seq);  // the whole sequence: cells, mirror, checkpoints
+  // Admit: when another sequence holds a longer common prefix, its cells are copied
+  // (llama_memory_seq_cp); the reused token count, or n when nothing was copied.
+  size_t CopySharedPrefix(GenerationJob& job, size_t n);
   void Decode();
   void Add(llama_token token, llama_pos pos, int32_t seq, bool logits);  // one token into batch_
   void SampleOne(GenerationJob& job);
@@ -104,7 +130,8 @@ class ContextCore : public Stoppable, public std::enable_shared_from_this<Contex
   llama_context* ctx_ = nullptr;
   ThreadPools pools_;
   uint32_t cells_ = 0, sequenceSize_ = 0, batchSize_ = 0, nSeq_ = 1;
-  bool kvUnified_ = false, canShift_ = false;
+  bool kvUnified_ = false, canShift_ = false, needsCheckpoints_ = false, swaFull_ = true, recurrent_ = false;
+  int32_t nSwa_ = 0;
   int32_t threads_ = 1, threadsBatch_ = 1;
   uint32_t seed_ = LLAMA_DEFAULT_SEED;
 
@@ -114,8 +141,10 @@ class ContextCore : public Stoppable, public std::enable_shared_from_this<Contex
   std::vector<Slot> slots_;
   std::deque<std::shared_ptr<GenerationJob>> queued_;
   std::vector<int32_t> clears_;             // sequences whose cells the loop must drop
+  std::deque<std::function<void(bool)>> ops_;  // RunOnLoop
   bool wake_ = false;
   bool stopped_ = false;                    // the loop has ended and freed the llama_context
+  bool stopped_ops_ = false;                // the loop took its last ops (RunOnLoop refuses)
   std::condition_variable stoppedCv_;
   std::atomic<bool> stopRequested_{false};
 
@@ -125,6 +154,7 @@ class ContextCore : public Stoppable, public std::enable_shared_from_this<Contex
   std::vector<GenerationJob*> stalled_;
   std::vector<GenerationJob*> chosen_;      // this step's batch, before it is laid out by sequence id
   size_t rotate_ = 0;                       // first generating job this step (fairness)
+  CheckpointStore checkpoints_;
 };
 
 // What JS objects (the context, its sequences, running generations) hold: when the last one is
@@ -149,6 +179,8 @@ class ContextWrap : public Napi::ObjectWrap<ContextWrap> {
   Napi::Value Tokens(const Napi::CallbackInfo& info);
   Napi::Value ClearCache(const Napi::CallbackInfo& info);
   Napi::Value Generate(const Napi::CallbackInfo& info);
+  Napi::Value SaveState(const Napi::CallbackInfo& info);
+  Napi::Value LoadState(const Napi::CallbackInfo& info);
   const std::shared_ptr<ContextHandle>& Handle(Napi::Env env) const;
   int32_t SeqArg(const Napi::CallbackInfo& info, size_t i) const;
 

@@ -45,11 +45,12 @@ void ContextCore::Loop() {
   while (true) {
     std::vector<std::shared_ptr<GenerationJob>> joined;
     std::vector<int32_t> clears;
+    std::deque<std::function<void(bool)>> ops;
     bool stop = false;
     {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [&] {
-        if (stopRequested_.load() || wake_ || !queued_.empty() || !clears_.empty()) return true;
+        if (stopRequested_.load() || wake_ || !queued_.empty() || !clears_.empty() || !ops_.empty()) return true;
         for (auto& job : active) {
           if (Runnable(*job)) return true;
         }
@@ -60,8 +61,11 @@ void ContextCore::Loop() {
       joined.assign(queued_.begin(), queued_.end());
       queued_.clear();
       clears.swap(clears_);
+      ops.swap(ops_);
+      if (stop) stopped_ops_ = true;
     }
     if (stop) {
+      for (auto& op : ops) op(false);
       for (auto& job : joined) End(*job, "abort");
       for (auto& job : active) End(*job, "abort");
       break;
@@ -73,9 +77,11 @@ void ContextCore::Loop() {
     llama_memory_t mem = llama_get_memory(ctx_);
     for (int32_t seq : clears) {
       llama_memory_seq_rm(mem, seq, -1, -1);
+      checkpoints_.Clear(seq);
       std::lock_guard<std::mutex> lock(mu_);
       slots_[static_cast<size_t>(seq)].tokens.clear();
     }
+    for (auto& op : ops) op(true);
     for (auto& job : joined) {
       if (job->abortRequested.load()) {
         End(*job, "abort");
@@ -109,17 +115,100 @@ void ContextCore::Admit(const std::shared_ptr<GenerationJob>& job) {
   while (n < cached.size() && n < prompt.size() && cached[n] == prompt[n]) n++;
   if (n == prompt.size()) n--;
   llama_memory_t mem = llama_get_memory(ctx_);
-  if (!llama_memory_seq_rm(mem, job->seq, static_cast<llama_pos>(n), -1)) {
+  if (needsCheckpoints_) {
+    n = ReuseWithCheckpoints(*job, n);
+  } else if (!llama_memory_seq_rm(mem, job->seq, static_cast<llama_pos>(n), -1)) {
     llama_memory_seq_rm(mem, job->seq, -1, -1);
     n = 0;
   }
   cached.resize(n);
+  if (nSeq_ > 1) n = CopySharedPrefix(*job, n);
   job->promptPos = n;
   job->started = Clock::now();
   job->stats.queueMs = std::chrono::duration<double, std::milli>(job->started - job->submitted).count();
   job->stats.promptTokens = static_cast<uint32_t>(prompt.size());
   job->stats.reusedTokens = static_cast<uint32_t>(n);
   job->phase = GenerationJob::Phase::Prompt;
+}
+
+size_t ContextCore::ReuseWithCheckpoints(GenerationJob& job, size_t n) {
+  // As llama-server's prompt admission with context checkpoints: keep the cells when they can
+  // continue at n (nothing to roll back, or SWA cells that still cover the window); otherwise
+  // restore the newest checkpoint at or before n and trim the full-attention cells to it.
+  const std::vector<llama_token>& cached = slots_[static_cast<size_t>(job.seq)].tokens;
+  llama_memory_t mem = llama_get_memory(ctx_);
+  const bool kept = n == cached.size() ? WindowIntact(job.seq, n)
+                                       : llama_memory_seq_rm(mem, job.seq, static_cast<llama_pos>(n), -1) && WindowIntact(job.seq, n);
+  if (!kept) {
+    const Checkpoint* cp = checkpoints_.Newest(job.seq, n);
+    if (cp != nullptr && checkpoints_.Restore(ctx_, job.seq, *cp) &&
+        llama_memory_seq_rm(mem, job.seq, static_cast<llama_pos>(cp->nTokens), -1)) {
+      n = cp->nTokens;
+      job.stats.checkpointTokens = static_cast<uint32_t>(n);
+    } else {
+      llama_memory_seq_rm(mem, job.seq, -1, -1);
+      n = 0;
+    }
+  }
+  checkpoints_.DropAbove(job.seq, n);
+  return n;
+}
+
+size_t ContextCore::CopySharedPrefix(GenerationJob& job, size_t n) {
+  // Worth a copy only well past what the sequence reuses itself (a copy replaces its cells).
+  constexpr size_t kMinGain = 32;
+  const std::vector<llama_token>& prompt = job.params.prompt;
+  int32_t best = -1;
+  size_t bestLen = n + kMinGain;
+  std::unique_lock<std::mutex> lock(mu_);  // the JS thread clears other sequences' mirrors
+  for (size_t j = 0; j < slots_.size(); j++) {
+    if (static_cast<int32_t>(j) == job.seq || !slots_[j].taken || slots_[j].retiring) continue;
+    const std::vector<llama_token>& other = slots_[j].tokens;
+    size_t m = 0;
+    while (m < other.size() && m < prompt.size() && other[m] == prompt[m]) m++;
+    m = std::min(m, prompt.size() - 1);  // at least one token to decode, for its logits
+    // A recurrent state exists only at the other sequence's end: the prefix must be all of it.
+    if (recurrent_ && m != other.size()) continue;
+    if (m >= bestLen) {
+      best = static_cast<int32_t>(j);
+      bestLen = m;
+    }
+  }
+  if (best < 0) return n;
+  std::vector<llama_token> shared(slots_[static_cast<size_t>(best)].tokens.begin(),
+                                  slots_[static_cast<size_t>(best)].tokens.begin() + static_cast<std::ptrdiff_t>(bestLen));
+  lock.unlock();
+  llama_memory_t mem = llama_get_memory(ctx_);
+  // All of the other sequence's cells, then trimmed: with split KV llama.cpp copies between
+  // streams only whole (llama_kv_cache::seq_cp asserts otherwise); unified KV shares the cells.
+  llama_memory_seq_rm(mem, job.seq, -1, -1);
+  checkpoints_.Clear(job.seq);
+  llama_memory_seq_cp(mem, best, job.seq, -1, -1);
+  std::vector<llama_token>& cached = slots_[static_cast<size_t>(job.seq)].tokens;
+  if (!llama_memory_seq_rm(mem, job.seq, static_cast<llama_pos>(bestLen), -1) || !WindowIntact(job.seq, bestLen)) {
+    ForgetCells(job.seq);
+    return 0;
+  }
+  cached = std::move(shared);
+  job.stats.sharedTokens = static_cast<uint32_t>(bestLen);
+  job.stats.checkpointTokens = 0;
+  return bestLen;
+}
+
+bool ContextCore::WindowIntact(int32_t seq, size_t n) {
+  if (nSwa_ <= 0 || swaFull_ || n == 0) return true;
+  // The first new token (position n) attends to the nSwa positions before it; the SWA cells
+  // start at pos_min. Same bound as llama-server (pos_min below n - n_swa, or the start).
+  const llama_pos posMin = llama_memory_seq_pos_min(llama_get_memory(ctx_), seq);
+  // Empty (-1): trimming to n removed every cell the window had left.
+  return posMin == 0 || (posMin > 0 && posMin < static_cast<llama_pos>(n) - nSwa_);
+}
+
+void ContextCore::ForgetCells(int32_t seq) {
+  llama_memory_seq_rm(llama_get_memory(ctx_), seq, -1, -1);
+  checkpoints_.Clear(seq);
+  std::lock_guard<std::mutex> lock(mu_);
+  slots_[static_cast<size_t>(seq)].tokens.clear();
 }
 
 // llama-server's context shift: keep the first `keep` tokens, drop the older half of the rest,
@@ -136,6 +225,7 @@ bool ContextCore::Shift(GenerationJob& job) {
   if (!llama_memory_seq_rm(mem, job.seq, keep, keep + discard)) return false;
   llama_memory_seq_add(mem, job.seq, keep + discard, nPast, -discard);
   cached.erase(cached.begin() + keep, cached.begin() + keep + discard);
+  checkpoints_.Clear(job.seq);  // their positions moved
   job.stats.shifts++;
   return true;
 }
@@ -179,7 +269,11 @@ void ContextCore::Step(std::vector<std::shared_ptr<GenerationJob>>& active) {
     GenerationJob& job = *ptr;
     if (used >= capacity) break;
     if (job.phase != GenerationJob::Phase::Prompt || job.abortRequested.load()) continue;
-    job.batchTokens = static_cast<uint32_t>(std::min<size_t>(static_cast<size_t>(capacity - used), job.params.prompt.size() - job.promptPos));
+    size_t end = job.params.prompt.size();
+    // With checkpoints the last prompt token goes in a batch of its own, so the state before it
+    // can be saved: the same prompt again (a retry) and the next turn restore it.
+    if (checkpoints_.enabled() && job.promptPos + 1 < end) end--;
+    job.batchTokens = static_cast<uint32_t>(std::min<size_t>(static_cast<size_t>(capacity - used), end - job.promptPos));
     chosen.push_back(&job);
     used += static_cast<int32_t>(job.batchTokens);
   }
@@ -226,11 +320,8 @@ void ContextCore::Decode() {
     // Drop whatever part of the batch reached the cache, so each mirror stays exact.
     for (GenerationJob* job : jobs) {
       std::vector<llama_token>& cached = slots_[static_cast<size_t>(job->seq)].tokens;
-      if (!llama_memory_seq_rm(mem, job->seq, static_cast<llama_pos>(cached.size()), -1)) {
-        llama_memory_seq_rm(mem, job->seq, -1, -1);
-        std::lock_guard<std::mutex> lock(mu_);
-        cached.clear();
-      }
+      // A failed decode may have advanced a recurrent state: only cells that trim stay.
+      if (needsCheckpoints_ || !llama_memory_seq_rm(mem, job->seq, static_cast<llama_pos>(cached.size()), -1)) ForgetCells(job->seq);
     }
     for (GenerationJob* job : jobs) {
       if (rc == 2 || job->abortRequested.load() || stopRequested_.load()) {
@@ -255,6 +346,9 @@ void ContextCore::Decode() {
       cached.insert(cached.end(), prompt.begin() + static_cast<std::ptrdiff_t>(job->promptPos),
                     prompt.begin() + static_cast<std::ptrdiff_t>(job->promptPos + job->batchTokens));
       job->promptPos += job->batchTokens;
+      if (checkpoints_.enabled() && job->promptPos + 1 == prompt.size() && job->promptPos > job->stats.reusedTokens) {
+        checkpoints_.Take(ctx_, job->seq, job->promptPos);
+      }
       if (job->promptPos == prompt.size()) {
         job->stats.promptMs = MsSince(job->started);
         job->generateStarted = Clock::now();
@@ -324,7 +418,14 @@ void ContextCore::SampleOne(GenerationJob& job) {
 void ContextCore::End(GenerationJob& job, const char* reason, NativeError error) {
   if (job.phase == GenerationJob::Phase::Done) return;
   if (job.phase == GenerationJob::Phase::Prompt) job.stats.promptMs = MsSince(job.started);
-  if (job.phase == GenerationJob::Phase::Generating) job.stats.generateMs = MsSince(job.generateStarted);
+  if (job.phase == GenerationJob::Phase::Generating) {
+    job.stats.generateMs = MsSince(job.generateStarted);
+    // The next turn's prefix (or a retry of the next turn with another ending) starts here.
+    const size_t held = slots_[static_cast<size_t>(job.seq)].tokens.size();
+    if (checkpoints_.enabled() && error.code.empty() && !stopRequested_.load() && !job.abortRequested.load() && held > job.params.prompt.size()) {
+      checkpoints_.Take(ctx_, job.seq, held);
+    }
+  }
   job.stats.stopReason = reason;
   job.error = std::move(error);
   job.sampler.reset();  // grammar state freed here, with the model still loaded

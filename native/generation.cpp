@@ -162,6 +162,8 @@ void CallJsBatchImpl(Napi::Env env, Napi::Function fn, GenerationJob* job) {
     const GenerationStats& s = job->stats;  // written before `finished`, read after: ordered by mu
     o.Set("promptTokens", s.promptTokens);
     o.Set("reusedTokens", s.reusedTokens);
+    o.Set("checkpointTokens", s.checkpointTokens);
+    o.Set("sharedTokens", s.sharedTokens);
     o.Set("generatedTokens", s.generatedTokens);
     o.Set("shifts", s.shifts);
     o.Set("stalledSteps", s.stalledSteps);

@@ -39,6 +39,11 @@ struct GenerationParams {
 struct GenerationStats {
   uint32_t promptTokens = 0;
   uint32_t reusedTokens = 0;
+  // Prompt tokens restored from a state checkpoint (part of reusedTokens; 0 when the cache was
+  // trimmed or nothing was reused).
+  uint32_t checkpointTokens = 0;
+  // Prompt tokens copied from another sequence's cells (part of reusedTokens).
+  uint32_t sharedTokens = 0;
   uint32_t generatedTokens = 0;
   uint32_t shifts = 0;                    // context shifts (tokens dropped to make room)
   uint32_t stalledSteps = 0;              // decode steps without its next token (window or batch full)

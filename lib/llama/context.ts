@@ -38,12 +38,40 @@ export interface ContextOptions {
   seed?: number;
   /** Default `contextShift` of its generations (see GenerateOptions). Default false. */
   contextShift?: ContextShift;
+  /**
+   * Sliding-window models: keep every cell of the SWA layers (llama.cpp's `swa_full`), so the
+   * cache trims anywhere, at the memory of a full cache. `false` keeps only the window (much
+   * less memory for Gemma 3 / 4, gpt-oss) and reuses prefixes through state checkpoints.
+   * Default true, as llama_context_default_params (llama-server defaults to false).
+   */
+  swaFull?: boolean;
+  /**
+   * State checkpoints kept per sequence when the memory cannot trim (hybrid and recurrent
+   * models, SWA without `swaFull`): taken before the last prompt token and at the end of each
+   * generation; the next prompt restores the newest at or before its common prefix. 0 turns
+   * them off (every such turn decodes its whole prompt). Default 8.
+   */
+  checkpoints?: number;
+  /** MiB all checkpoints of the context may take (oldest evicted first). Default 256. */
+  checkpointMemoryMiB?: number;
 }
 
 const RANDOM_SEED = 0xffffffff;
 const MAX_SEQUENCES = 256; // llama.cpp's LLAMA_MAX_SEQ
 
-const contextKeys = ["contextSize", "sequences", "kvUnified", "batchSize", "threads", "threadsBatch", "seed", "contextShift"] as const;
+const contextKeys = [
+  "contextSize",
+  "sequences",
+  "kvUnified",
+  "batchSize",
+  "threads",
+  "threadsBatch",
+  "seed",
+  "contextShift",
+  "swaFull",
+  "checkpoints",
+  "checkpointMemoryMiB",
+] as const;
 
 export class Context {
   readonly model: Model;
@@ -54,6 +82,12 @@ export class Context {
   readonly batchSize: number;
   readonly threads: number;
   readonly threadsBatch: number;
+  /** How prefix reuse works for this model's memory: "trim" (transformers, SWA with swaFull) or
+   * "checkpoints" (hybrid, recurrent, SWA without swaFull). */
+  readonly memory: "trim" | "checkpoints";
+  /** The model's sliding window in tokens (0: none). */
+  readonly slidingWindow: number;
+  readonly swaFull: boolean;
 
   #native: NativeContext | null;
   #own: Sequence | null = null;
@@ -80,11 +114,14 @@ export class Context {
     const threads = int(o.threads, "threads", 0, 1, 1024);
     const threadsBatch = int(o.threadsBatch, "threadsBatch", 0, 1, 1024);
     const seed = int(o.seed, "seed", RANDOM_SEED, 0, 0xffffffff);
+    const swaFull = bool(o.swaFull, "swaFull", true);
+    const checkpoints = int(o.checkpoints, "checkpoints", 8, 0, 1024);
+    const checkpointBytes = int(o.checkpointMemoryMiB, "checkpointMemoryMiB", 256, 0, 1 << 20) * (1 << 20);
     resolveContextShift(model, o.contextShift, "contextShift"); // validate now, not at the first generate
     this.#contextShift = o.contextShift as ContextShift | undefined;
     this.model = model;
     this.#native = callNative(
-      () => nativeModel.createContext({ contextSize, sequences, kvUnified, batchSize, threads, threadsBatch, seed }),
+      () => nativeModel.createContext({ contextSize, sequences, kvUnified, batchSize, threads, threadsBatch, seed, swaFull, checkpoints, checkpointBytes }),
       model.path,
     );
     const info = this.#native.info();
@@ -94,6 +131,9 @@ export class Context {
     this.batchSize = info.batchSize;
     this.threads = info.threads;
     this.threadsBatch = info.threadsBatch;
+    this.memory = info.memory;
+    this.slidingWindow = info.slidingWindow;
+    this.swaFull = info.swaFull;
     this.#onDispose = onDispose;
   }
 

@@ -34,6 +34,12 @@ export interface GenerationStats {
   promptTokens: number;
   /** Prompt tokens found in the KV cache and not decoded again. */
   reusedTokens: number;
+  /** Of reusedTokens, those restored from a state checkpoint (models whose memory cannot trim:
+   * hybrid, recurrent, sliding-window without swaFull; docs/contexts.md). Local sequences. */
+  checkpointTokens?: number;
+  /** Of reusedTokens, those copied from another sequence of the context that held the same
+   * prefix (llama_memory_seq_cp): many agents with one system prompt prefill it once. */
+  sharedTokens?: number;
   /** Tokens emitted (the EOG or stop token that ended the generation is not counted). */
   generatedTokens: number;
   /** From generate() until the context's decode loop took the generation up (local sequences). */
@@ -279,6 +285,8 @@ function statsOf(final: NativeFinal): GenerationStats {
   const stats: GenerationStats = {
     promptTokens: final.promptTokens,
     reusedTokens: final.reusedTokens,
+    checkpointTokens: final.checkpointTokens,
+    sharedTokens: final.sharedTokens,
     generatedTokens: final.generatedTokens,
     queueMs: final.queueMs,
     promptMs: final.promptMs,

@@ -3,8 +3,8 @@
  * reuse). Several sequences of one context generate at the same time: the context's one decode
  * thread advances all of them in each batch.
  */
-import { LlamapegError } from "../errors.js";
-import { callNative, type NativeContext } from "../native/binding.js";
+import { ArgumentTypeError, LlamapegError } from "../errors.js";
+import { callNative, fromNative, type NativeContext } from "../native/binding.js";
 import type { Context } from "./context.js";
 import { resolveGenerateOptions, type ContextShift, type GenerateOptions } from "./generate-options.js";
 import { Generation } from "./generation.js";
@@ -17,6 +17,7 @@ export class Sequence {
 
   #native: NativeContext | null;
   #current: Generation | null = null;
+  #stateOp: Promise<unknown> | null = null;
   readonly #contextShift: ContextShift | undefined;
   readonly #onDispose: (sequence: Sequence) => void;
 
@@ -44,7 +45,47 @@ export class Sequence {
 
   /** True while a generation runs on this sequence. */
   get busy(): boolean {
-    return this.#current !== null && !this.#current.done;
+    return this.#stateOp !== null || (this.#current !== null && !this.#current.done);
+  }
+
+  /**
+   * Writes this sequence's tokens and state (its KV cells, recurrent state) to `path`, with the
+   * model's identity, the context's swaFull and a checksum (docs/contexts.md, "Sequence state on
+   * disk"). Off the JS thread; the context's other sequences go on generating. ERR_BUSY while it
+   * generates.
+   */
+  async saveState(path: string): Promise<{ tokens: number; bytes: number }> {
+    return this.#state(path, (native) => native.saveState(this.id, path));
+  }
+
+  /**
+   * Replaces this sequence's tokens and state with those saved in `path` (by `saveState`, from
+   * any context of the same model with the same swaFull), so the next `generate` continues that
+   * conversation. A file from another model, another swaFull, too many tokens for this sequence
+   * (ERR_STATE_MISMATCH), a truncated or corrupted file (ERR_STATE_INVALID) rejects and leaves the
+   * sequence empty and usable; the other sequences are untouched.
+   */
+  async loadState(path: string): Promise<{ tokens: number; bytes: number }> {
+    return this.#state(path, (native) => native.loadState(this.id, path));
+  }
+
+  async #state(path: string, fn: (native: NativeContext) => Promise<{ tokens: number; bytes: number }>): Promise<{ tokens: number; bytes: number }> {
+    if (typeof path !== "string" || path.length === 0) throw new ArgumentTypeError("path must be a non-empty string");
+    const native = this.#live();
+    if (this.busy) throw new LlamapegError("ERR_BUSY", "this sequence is generating or saving/loading its state", { where: path });
+    const op = (async () => {
+      try {
+        return await callNative(() => fn(native), path);
+      } catch (error) {
+        throw fromNative(error, path);
+      }
+    })();
+    this.#stateOp = op;
+    try {
+      return await op;
+    } finally {
+      this.#stateOp = null;
+    }
   }
 
   /** The tokens its KV cells hold now (the next `generate` reuses their common prefix). */

@@ -49,6 +49,12 @@ export interface NativeContextOptions {
   threadsBatch: number;
   /** A uint32; 0xFFFFFFFF asks llama.cpp for a random seed. */
   seed: number;
+  /** Full-size sliding-window cache (llama.cpp's swa_full). */
+  swaFull?: boolean;
+  /** State checkpoints kept per sequence for memories that cannot trim (0: none). */
+  checkpoints?: number;
+  /** Bytes all checkpoints of the context may take. */
+  checkpointBytes?: number;
 }
 
 export interface NativeContextInfo {
@@ -61,6 +67,12 @@ export interface NativeContextInfo {
   kvUnified: boolean;
   /** The cache can move positions (context shift). */
   canShift: boolean;
+  /** "trim": prefix reuse trims the cells; "checkpoints": the memory cannot roll back (hybrid,
+   * recurrent, SWA without swaFull), reuse restores state checkpoints. */
+  memory: "trim" | "checkpoints";
+  /** The model's sliding window (0: none). */
+  slidingWindow: number;
+  swaFull: boolean;
   threads: number;
   threadsBatch: number;
 }
@@ -112,6 +124,10 @@ export type StopReason = "eog" | "length" | "stop" | "abort" | "context_full";
 export interface NativeFinal {
   promptTokens: number;
   reusedTokens: number;
+  /** Part of reusedTokens restored from a state checkpoint. */
+  checkpointTokens: number;
+  /** Part of reusedTokens copied from another sequence's cells. */
+  sharedTokens: number;
   generatedTokens: number;
   promptMs: number;
   generateMs: number;
@@ -170,6 +186,10 @@ export interface NativeContext {
   tokens(seq: number): Int32Array;
   clearCache(seq: number): void;
   generate(seq: number, prompt: Int32Array, options: NativeGenerateOptions, onBatch: NativeBatchCallback): NativeGeneration;
+  /** Writes the sequence's tokens and state to `path` (off the JS thread). */
+  saveState(seq: number, path: string): Promise<{ tokens: number; bytes: number }>;
+  /** Replaces the sequence's tokens and state with the file's; on failure it is left empty. */
+  loadState(seq: number, path: string): Promise<{ tokens: number; bytes: number }>;
 }
 
 export interface NativeModel {
@@ -222,6 +242,9 @@ const nativeCodes = new Set<string>([
   "ERR_CONTEXT_FULL",
   "ERR_NO_SEQUENCE",
   "ERR_INVALID_ARGUMENT",
+  "ERR_STATE_INVALID",
+  "ERR_STATE_MISMATCH",
+  "ERR_DISPOSED",
   "ERR_INTERNAL",
 ] satisfies LlamapegErrorCode[]);
 

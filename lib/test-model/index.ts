@@ -13,7 +13,8 @@ import { brotliDecompressSync } from "node:zlib";
 import { LlamapegError } from "../errors.js";
 import { parseGguf, writeGgufFile } from "../gguf/index.js";
 import { modelsCacheDir } from "../paths.js";
-import { buildQwen2, countParameters, type TestModelOptions } from "./qwen2.js";
+import { buildGemma3, buildLfm2 } from "./archs.js";
+import { buildQwen2, countParameters, type TestModelOptions, type TestModelSources } from "./qwen2.js";
 
 export type { TestModelOptions } from "./qwen2.js";
 export { countParameters } from "./qwen2.js";
@@ -57,8 +58,23 @@ export interface TestModelPaths {
 export function writeTestModel(path: string, options: Partial<TestModelOptions> = {}, paths: TestModelPaths = {}): void {
   const full = { ...TEST_MODEL_PRESETS.tiny, ...options };
   const sources = loadSources(paths);
-  const { metadata, tensors } = buildQwen2(full, { vocab: parseGguf(sources.vocab), chatTemplate: sources.chatTemplate });
+  const { metadata, tensors } = buildModel(full, { vocab: parseGguf(sources.vocab), chatTemplate: sources.chatTemplate });
   writeGgufFile(path, { metadata, tensors });
+}
+
+function buildModel(options: TestModelOptions, sources: TestModelSources) {
+  switch (options.architecture ?? "qwen2") {
+    case "qwen2":
+      return buildQwen2(options, sources);
+    case "lfm2":
+      return buildLfm2(options, sources);
+    case "gemma3":
+      return buildGemma3(options, sources);
+    default:
+      throw new LlamapegError("ERR_INVALID_ARGUMENT", `unknown test model architecture ${JSON.stringify(options.architecture)} (qwen2 | lfm2 | gemma3)`, {
+        where: "architecture",
+      });
+  }
 }
 
 export interface EnsureTestModelOptions extends TestModelPaths {
@@ -79,7 +95,7 @@ export async function ensureTestModel(size: TestModelSize, options: EnsureTestMo
   const full: TestModelOptions = { ...preset, ...options.overrides };
   const sources = loadSources(options);
   const cacheDir = resolve(options.cacheDir ?? modelsCacheDir());
-  const file = join(cacheDir, `qwen2-${size}-${testModelHash(full, sources)}.gguf`);
+  const file = join(cacheDir, `${full.architecture ?? "qwen2"}-${size}-${testModelHash(full, sources)}.gguf`);
   if (existsSync(file)) return file;
   await mkdir(cacheDir, { recursive: true });
 
@@ -96,7 +112,7 @@ export async function ensureTestModel(size: TestModelSize, options: EnsureTestMo
     if (existsSync(file)) return file;
     const tmp = `${file}.tmp-${process.pid}-${randomBytes(4).toString("hex")}`;
     try {
-      const { metadata, tensors } = buildQwen2(full, { vocab: parseGguf(sources.vocab), chatTemplate: sources.chatTemplate });
+      const { metadata, tensors } = buildModel(full, { vocab: parseGguf(sources.vocab), chatTemplate: sources.chatTemplate });
       writeGgufFile(tmp, { metadata, tensors });
       renameSync(tmp, file); // atomic on one filesystem: readers see no file or the whole file
     } catch (error) {

@@ -25,6 +25,15 @@ export interface TestModelOptions {
   tieOutput: boolean;
   /** general.name. */
   name: string;
+  /**
+   * The architecture written (default "qwen2", a transformer whose KV cache trims anywhere).
+   * "lfm2": a hybrid (every other layer a short convolution with recurrent state, the rest
+   * attention), whose memory cannot roll back. "gemma3": sliding-window attention on every
+   * layer but the last of each `slidingWindowPattern` (see lib/test-model/archs.ts).
+   */
+  architecture?: "qwen2" | "lfm2" | "gemma3";
+  /** gemma3: tokens each sliding-window layer sees (default 64). */
+  slidingWindow?: number;
 }
 
 export interface TestModelSources {
@@ -99,8 +108,20 @@ export function buildQwen2(options: TestModelOptions, sources: TestModelSources)
   return { metadata, tensors };
 }
 
+/** The tokenizer keys of the vocabulary file, checked (shared by every architecture's writer). */
+export function vocabTokens(sources: TestModelSources): number {
+  const tokens = sources.vocab.metadata.get("tokenizer.ggml.tokens");
+  if (tokens?.type !== "array" || tokens.itemType !== "string") {
+    throw new LlamapegError("ERR_MODEL_CORRUPT", "the vocabulary file has no tokenizer.ggml.tokens string array", { where: "tokenizer.ggml.tokens" });
+  }
+  if (sources.vocab.invalidUtf8Keys.length > 0) {
+    throw new LlamapegError("ERR_MODEL_UNSUPPORTED", `vocabulary has non-UTF-8 strings in ${sources.vocab.invalidUtf8Keys.join(", ")}`);
+  }
+  return tokens.value.length;
+}
+
 /** Lazily generated tensor bytes; the buffers are reused between chunks (the writer copies synchronously). */
-function randomData(seed: number, count: number, std: number, mean: number, type: number): Iterable<Uint8Array> {
+export function randomData(seed: number, count: number, std: number, mean: number, type: number): Iterable<Uint8Array> {
   return {
     *[Symbol.iterator]() {
       const rng = mulberry32(seed);

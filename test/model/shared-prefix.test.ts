@@ -1,0 +1,71 @@
+// One prefix for many sequences (issue 23): a sequence whose prompt starts with what another
+// sequence of the context holds copies those cells (llama_memory_seq_cp) instead of decoding
+// them, with split and unified KV; the output is the same as a cold run. Hybrid models copy only
+// a whole other sequence (its recurrent state exists at its end alone).
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+import { loadModel, type Model } from "../../lib/llama/index.js";
+import { ensureTestModel } from "../../lib/test-model/index.js";
+
+let qwen: Model;
+let lfm2: Model;
+const words = (n: number, salt: number) => Array.from({ length: n }, (_, i) => `w${(i * 7 + salt) % 97}`).join(" ");
+const greedy = { maxTokens: 16, temperature: 0 };
+
+beforeAll(async () => {
+  qwen = await loadModel(await ensureTestModel("tiny"));
+  lfm2 = await loadModel(await ensureTestModel("tiny", { overrides: { architecture: "lfm2" } }));
+});
+
+afterAll(() => {
+  qwen?.dispose();
+  lfm2?.dispose();
+});
+
+async function cold(model: Model, prompt: Int32Array): Promise<number[]> {
+  const c = model.createContext({ contextSize: 1024, threads: 1 });
+  const r = await c.generate(prompt, greedy).result();
+  c.dispose();
+  return r.tokens;
+}
+
+describe("shared prefix", () => {
+  for (const kvUnified of [false, true]) {
+    it(`eight agents with one system prompt prefill it once (kvUnified ${kvUnified}); each output equals a cold run`, async () => {
+      const system = qwen.tokenize(`system: ${words(250, 1)}`);
+      const prompts = Array.from({ length: 8 }, (_, i) => Int32Array.from([...system, ...qwen.tokenize(` user ${i}: ${words(10, i)}`)]));
+      const c = qwen.createContext({ contextSize: 1024, sequences: 8, kvUnified, threads: 1 });
+      const seqs = Array.from({ length: 8 }, () => c.getSequence());
+      const first = await seqs[0]!.generate(prompts[0]!, greedy).result();
+      expect(first.stats.sharedTokens).toBe(0);
+      const rest = await Promise.all(seqs.slice(1).map((s, i) => s.generate(prompts[i + 1]!, greedy).result()));
+      for (const r of rest) {
+        // at least the system prompt came from another sequence
+        expect(r.stats.sharedTokens).toBeGreaterThanOrEqual(system.length - 1);
+        expect(r.stats.reusedTokens).toBe(r.stats.sharedTokens);
+      }
+      const decoded = [first, ...rest].reduce((n, r) => n + r.stats.promptTokens - r.stats.reusedTokens, 0);
+      expect(decoded).toBeLessThan(system.length + 8 * 40);
+      for (const [i, r] of [first, ...rest].entries()) expect(r.tokens).toEqual(await cold(qwen, prompts[i]!));
+      c.dispose();
+    });
+  }
+
+  it("hybrid: a prompt that extends all of another sequence copies it; a partial prefix is decoded", async () => {
+    const base = lfm2.tokenize(words(200, 2));
+    const c = lfm2.createContext({ contextSize: 1024, sequences: 3, threads: 1 });
+    const [a, b, d] = [c.getSequence(), c.getSequence(), c.getSequence()];
+    const ra = await a.generate(base, greedy).result();
+    const extended = Int32Array.from([...a.tokens, ...lfm2.tokenize(` more ${words(8, 3)}`)]);
+    const rb = await b.generate(extended, greedy).result();
+    expect(rb.stats.sharedTokens).toBe(a.tokens.length);
+    expect(rb.tokens).toEqual(await cold(lfm2, extended));
+    // only part of a's tokens: a's recurrent state is past it, nothing to copy
+    const partial = Int32Array.from([...base.slice(0, 150), ...lfm2.tokenize(" other")]);
+    const rd = await d.generate(partial, greedy).result();
+    expect(rd.stats.sharedTokens).toBe(0);
+    expect(rd.tokens).toEqual(await cold(lfm2, partial));
+    expect(ra.tokens).toEqual(await cold(lfm2, base));
+    c.dispose();
+  });
+});
