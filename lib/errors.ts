@@ -2,7 +2,9 @@
  * Every error llamapeg throws on purpose carries a stable `code` (and, where it helps, the place
  * the problem was found), so callers can branch on it without parsing messages. Argument errors
  * keep the JavaScript convention (`instanceof TypeError` / `RangeError`) and carry the code
- * `ERR_INVALID_ARGUMENT` too; a broken internal invariant is `ERR_INTERNAL`.
+ * `ERR_INVALID_ARGUMENT` too; they are `instanceof LlamapegError` as well (a class can extend one
+ * built-in error only, so LlamapegError's instanceof also answers for them). A broken internal
+ * invariant is `ERR_INTERNAL`.
  */
 export const ERROR_CODES = [
   // native / model
@@ -56,6 +58,12 @@ export class LlamapegError extends Error {
     this.name = "LlamapegError";
     this.code = code;
     if (options?.where !== undefined) this.where = options.where;
+  }
+
+  /** `e instanceof LlamapegError` holds for every coded error we throw, the argument errors included. */
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    if (Function.prototype[Symbol.hasInstance].call(this, value)) return true;
+    return this === LlamapegError && (value instanceof ArgumentTypeError || value instanceof ArgumentRangeError);
   }
 }
 

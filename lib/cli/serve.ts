@@ -26,7 +26,10 @@ export const SERVE_USAGE = `llamapeg serve [options]
   --body-limit BYTES        largest request body (default 8388608)
   --context-size N          tokens per sequence (default 4096)
   --threads N               compute threads (default: all cores)
-  --model-id ID             the id in /v1/models (default: the file name)`;
+  --model-id ID             the id in /v1/models (default: the file name)
+  --cors                    allow browser requests from any origin (default: requests with an Origin header get 403)
+  --cors-origins LIST       allow browser requests from these origins only (comma-separated, e.g. https://app.example)
+  --allow-request-templates accept chat_template in requests (default: 400; a template is code the server runs)`;
 
 export async function serveCommand(argv: string[]): Promise<void> {
   const { values, positionals } = parseFlags(
@@ -43,6 +46,9 @@ export async function serveCommand(argv: string[]): Promise<void> {
       "context-size": { type: "string" },
       threads: { type: "string" },
       "model-id": { type: "string" },
+      cors: { type: "boolean" },
+      "cors-origins": { type: "string" },
+      "allow-request-templates": { type: "boolean" },
       help: { type: "boolean", short: "h" },
     },
     "serve",
@@ -61,6 +67,8 @@ export async function serveCommand(argv: string[]): Promise<void> {
   const apiKey = stringFlag(values, "api-key") ?? (process.env.LLAMAPEG_API_KEY || undefined);
   const note = styleFor(process.stderr);
   const modelId = stringFlag(values, "model-id");
+  const corsOrigins = stringFlag(values, "cors-origins");
+  if (values.cors === true && corsOrigins !== undefined) throw new UsageError("--cors allows every origin; --cors-origins names some: give one of them", "serve");
   const options: ServerOptions = {
     host: stringFlag(values, "host") ?? "127.0.0.1",
     port,
@@ -69,6 +77,8 @@ export async function serveCommand(argv: string[]): Promise<void> {
     bodyLimit,
     maxQueue,
     ...(modelId !== undefined ? { modelId } : {}),
+    ...(values.cors === true ? { cors: true } : corsOrigins !== undefined ? { cors: corsOrigins.split(",").map((x) => x.trim()).filter((x) => x !== "") } : {}),
+    allowRequestTemplates: values["allow-request-templates"] === true,
     log: (line) => process.stderr.write(`${note.dim(line)}\n`),
   };
   resolveServerOptions(options); // a refused host fails before the model loads

@@ -145,6 +145,8 @@ class Parser {
       const hex = e === "x" ? 2 : e === "u" ? 4 : e === "U" ? 8 : 0;
       if (hex > 0) {
         for (let i = 0; i < hex; i++) if (!HEX.test(s[this.pos + 2 + i] ?? "")) this.fail(`expecting ${hex} hex chars`);
+        // past Unicode's last code point there is no UTF-8 to match (llama.cpp would encode invalid bytes)
+        if (hex === 8 && Number.parseInt(s.slice(this.pos + 2, this.pos + 10), 16) > 0x10ffff) this.fail(`code point \\U${s.slice(this.pos + 2, this.pos + 10)} is above U+10FFFF`);
         this.pos += 2 + hex;
         return;
       }

@@ -77,7 +77,8 @@ export const REQUEST_FIELDS: Readonly<Record<string, Rule>> = {
 export function checkRequestFields(r: Record<string, unknown>): void {
   for (const [key, value] of Object.entries(r)) {
     if (value === undefined || value === null) continue;
-    const rule = REQUEST_FIELDS[key];
+    // own keys only: "constructor", "__proto__", "toString" are unknown fields, not Object.prototype's
+    const rule = Object.hasOwn(REQUEST_FIELDS, key) ? REQUEST_FIELDS[key] : undefined;
     if (rule === undefined) invalidRequest(key, "unknown field (not an OpenAI Chat Completions field, nor a llama.cpp or llamapeg extension)");
     if (rule.kind === "unsupported" && !(rule.neutral?.(value) ?? false)) invalidRequest(key, `not supported: ${rule.why}`);
   }

@@ -4,6 +4,7 @@
  */
 import { normalizeApplyRequest, type ApplyChatRequest, type NormalizedApplyRequest } from "../chat/apply/index.js";
 import { invalidRequest } from "./errors.js";
+import { checkRequestSize } from "./request-limits.js";
 import { checkRequestFields, resolveAllowedTools, thinkingFromEffort } from "./request-fields.js";
 import type { ChatCompletionRequest } from "./types.js";
 
@@ -74,6 +75,7 @@ const CHAT_FIELDS = ["messages", "tools", "tool_choice", "parallel_tool_calls", 
 export function normalizeChatRequest(raw: ChatCompletionRequest): NormalizedChatRequest {
   if (!isObject(raw)) invalidRequest("request", "expected an object");
   checkRequestFields(raw as unknown as Record<string, unknown>);
+  checkRequestSize(raw as unknown as Record<string, unknown>);
   const r = resolveAllowedTools(raw as unknown as Record<string, unknown>);
   const chatFields: Record<string, unknown> = {};
   for (const k of CHAT_FIELDS) if (r[k] !== undefined && r[k] !== null) chatFields[k] = r[k];

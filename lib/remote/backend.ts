@@ -262,7 +262,7 @@ export class LlamaServerBackend implements CompletionTarget {
     }
     server.succeeded();
     server.accepted++;
-    return new RemoteGeneration({
+    const generation = new RemoteGeneration({
       server: server.url,
       response: res.body,
       idleTimeoutMs: this.#timeouts.timeoutMs,
@@ -272,6 +272,15 @@ export class LlamaServerBackend implements CompletionTarget {
       onEnd,
       tokenPiece: (id) => server.tokenPiece(id),
     });
+    // A 200 whose body fails before the first token (garbage, a cut, only pings): nothing was
+    // generated, so it counts as a failure before the stream and another server may take it.
+    const early = await generation.begin();
+    if (early !== undefined) {
+      // what the server itself said (an error event: context full, refused) stays what it is
+      if (early.code !== "ERR_REMOTE_PROTOCOL" && early.code !== "ERR_REMOTE_STREAM" && early.code !== "ERR_REMOTE_TIMEOUT") throw early;
+      throw new RemoteError(early.code === "ERR_REMOTE_PROTOCOL" ? "ERR_REMOTE_PROTOCOL" : "ERR_REMOTE_UNAVAILABLE", `${early.message} (before the first token)`, { server: server.url, stage: "headers", cause: early });
+    }
+    return generation;
   }
 
   /**

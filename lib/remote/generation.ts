@@ -67,7 +67,10 @@ export class RemoteGeneration implements AsyncIterable<GeneratedToken> {
   readonly server: string;
   readonly #source: AsyncGenerator<Buffer>;
   readonly #response: IncomingMessage;
-  readonly #reader = new SseReader();
+  readonly #reader: SseReader;
+  /** When the last event with data came: keep-alive comments alone do not count as progress. */
+  #lastEventAt = Date.now();
+  readonly #idleTimeoutMs: number;
   readonly #queue: GeneratedToken[] = [];
   readonly #holdTokens: ReadonlySet<number>;
   readonly #promptTokens: number;
@@ -94,6 +97,8 @@ export class RemoteGeneration implements AsyncIterable<GeneratedToken> {
     this.server = init.server;
     this.#response = init.response;
     this.#source = chunksOf(init.server, init.response, init.idleTimeoutMs);
+    this.#reader = new SseReader(init.server);
+    this.#idleTimeoutMs = init.idleTimeoutMs;
     this.#holdTokens = init.holdTokens;
     this.#promptTokens = init.promptTokens;
     this.#onEnd = init.onEnd;
@@ -142,6 +147,20 @@ export class RemoteGeneration implements AsyncIterable<GeneratedToken> {
     return this.#result;
   }
 
+  /**
+   * Reads until the first token (or the end). The error, when the stream failed before any token
+   * (a 200 with a body that is not llama-server's stream, a cut, a timeout): nothing was generated,
+   * so the request may go to another server; the error is then not thrown again here.
+   */
+  async begin(): Promise<RemoteError | undefined> {
+    while (this.#queue.length === 0 && this.#held === null && !this.done) await this.#readMore();
+    if (this.#tokens.length === 0 && this.#error instanceof RemoteError) {
+      this.#errorDelivered = true;
+      return this.#error;
+    }
+    return undefined;
+  }
+
   [Symbol.asyncIterator](): AsyncIterator<GeneratedToken> {
     if (this.#iterating) throw new ArgumentTypeError("this generation is already being consumed (iterate it once, or call result())");
     this.#iterating = true;
@@ -182,7 +201,13 @@ export class RemoteGeneration implements AsyncIterable<GeneratedToken> {
             else this.#fail(this.#withPartial(this.#cut("the stream ended without its final event")));
             return;
           }
-          for (const data of this.#reader.push(step.value)) {
+          const events = this.#reader.push(step.value);
+          if (events.length > 0) this.#lastEventAt = Date.now();
+          else if (Date.now() - this.#lastEventAt > this.#idleTimeoutMs) {
+            // pings (`:` comments) keep the socket busy, but nothing comes: as stuck as silence
+            throw new RemoteError("ERR_REMOTE_TIMEOUT", `${this.server}: no event for ${this.#idleTimeoutMs} ms (only keep-alive comments)`, { server: this.server, stage: "body" });
+          }
+          for (const data of events) {
             await this.#event(data);
             if (this.done) break;
           }

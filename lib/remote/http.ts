@@ -115,11 +115,35 @@ export function send(agents: HttpAgents, server: string, path: string, o: Reques
   });
 }
 
-/** Reads a whole body (for small JSON answers) under the idle timeout. */
-export async function readBody(server: string, res: IncomingMessage, idleTimeoutMs: number): Promise<string> {
+/** Largest JSON answer read (/props carries the chat templates, which are at most 256 KiB each). */
+export const MAX_JSON_BODY_BYTES = 4 * 1024 * 1024;
+
+/**
+ * Reads a whole body (for small JSON answers): at most `maxBytes` (more is ERR_REMOTE_PROTOCOL, the
+ * rest is not read), all of it within `idleTimeoutMs` (a body that trickles in is ERR_REMOTE_TIMEOUT:
+ * an answer this small has no reason to take longer than the wait for its headers).
+ */
+export async function readBody(server: string, res: IncomingMessage, idleTimeoutMs: number, maxBytes = MAX_JSON_BODY_BYTES): Promise<string> {
   const chunks: Buffer[] = [];
-  for await (const chunk of chunksOf(server, res, idleTimeoutMs)) chunks.push(chunk);
-  return Buffer.concat(chunks).toString("utf8");
+  let size = 0;
+  const deadline = setTimeout(() => res.destroy(new Error("deadline")), idleTimeoutMs);
+  try {
+    for await (const chunk of chunksOf(server, res, idleTimeoutMs)) {
+      if ((size += chunk.length) > maxBytes) {
+        res.destroy();
+        throw new RemoteError("ERR_REMOTE_PROTOCOL", `${server}: the answer is over ${maxBytes} bytes`, { server, stage: "body" });
+      }
+      chunks.push(chunk);
+    }
+  } catch (e) {
+    if (e instanceof RemoteError && e.code === "ERR_REMOTE_STREAM" && (e.cause as Error | undefined)?.message === "deadline") {
+      throw new RemoteError("ERR_REMOTE_TIMEOUT", `${server}: the answer did not complete within ${idleTimeoutMs} ms`, { server, stage: "body" });
+    }
+    throw e;
+  } finally {
+    clearTimeout(deadline);
+  }
+  return Buffer.concat(chunks, size).toString("utf8");
 }
 
 /**

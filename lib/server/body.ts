@@ -43,14 +43,50 @@ export function readBody(req: IncomingMessage, limit: number, drainLimit = Math.
   });
 }
 
+/**
+ * Deepest nesting accepted in a body: above the 256 levels a schema may have (json-schema's own
+ * documented check, reached under tools[i].function.parameters), far below what would overflow
+ * the stack of the code that walks requests recursively.
+ */
+export const MAX_BODY_DEPTH = 512;
+
+/**
+ * The byte offset where the JSON text first nests deeper than `max` (brackets outside strings),
+ * or -1. A linear scan before JSON.parse: V8 takes a second to refuse a megabyte of "[", and the
+ * code that walks requests recursively must never meet a value deeper than the limit.
+ */
+export function nestingPastLimit(bytes: Uint8Array, max: number): number {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < bytes.length; i++) {
+    const b = bytes[i]!;
+    if (inString) {
+      if (b === 0x5c) i++;
+      else if (b === 0x22) inString = false;
+    } else if (b === 0x22) inString = true;
+    else if (b === 0x5b || b === 0x7b) {
+      if (++depth > max) return i;
+    } else if (b === 0x5d || b === 0x7d) depth--;
+  }
+  return -1;
+}
+
 export function parseJsonBody(bytes: Buffer): Record<string, unknown> {
+  const deep = nestingPastLimit(bytes, MAX_BODY_DEPTH);
+  if (deep >= 0) throw new HttpError(400, "invalid_request_error", `the request body nests deeper than ${MAX_BODY_DEPTH} levels (at byte ${deep})`, { code: "request_too_complex" });
   const text = bytes.toString("utf8");
   if (text.trim() === "") throw new HttpError(400, "invalid_request_error", "the request body is empty; expected a JSON object");
   let value: unknown;
   try {
     value = JSON.parse(text);
   } catch {
-    const err = findJsonSyntaxError(text) ?? { offset: 0, message: "not valid JSON" };
+    let err: { offset: number; message: string } | null = null;
+    try {
+      err = findJsonSyntaxError(text);
+    } catch {
+      // the position finder recurses; a body nested past the stack gets no position
+    }
+    err ??= { offset: 0, message: "not valid JSON" };
     const { line, column } = lineColumn(text, err.offset);
     throw new HttpError(400, "invalid_request_error", `the request body is not valid JSON: ${err.message} at line ${line}, column ${column}`, { code: "invalid_json" });
   }

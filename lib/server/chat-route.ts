@@ -6,6 +6,7 @@
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 
+import type { TemplateLimits } from "../chat/template/limits.js";
 import { createChatCompletion, normalizeChatRequest, type ChatCompletionRequest } from "../openai/index.js";
 import { parseJsonBody, readBody } from "./body.js";
 import { HttpError, httpErrorOf } from "./http-error.js";
@@ -14,20 +15,31 @@ import type { SlotPool } from "./slots.js";
 import { SseWriter } from "./sse-writer.js";
 import type { CompletionTarget } from "./target.js";
 
+/** Render budgets for templates sent by clients (see template/limits.ts for the defaults). */
+export const REQUEST_TEMPLATE_LIMITS: TemplateLimits = Object.freeze({ maxSteps: 500_000, maxOutputLength: 4 * 1024 * 1024, maxAllocation: 32 * 1024 * 1024 });
+
 export interface ChatRouteContext {
   pool: SlotPool<CompletionTarget>;
   bodyLimit: number;
   modelId: string;
   /** Aborted when the server closes. */
   shutdown: AbortSignal;
+  /** `chat_template` from clients (off by default: a template is code). */
+  allowRequestTemplates: boolean;
 }
 
 export async function chatCompletions(req: IncomingMessage, res: ServerResponse, ctx: ChatRouteContext): Promise<number> {
   const body = parseJsonBody(await readBody(req, ctx.bodyLimit));
   // `signal` is the in-process API's; over HTTP the connection is the signal.
-  if ("signal" in body) delete body.signal;
+  if (Object.hasOwn(body, "signal")) delete body.signal;
+  if (!ctx.allowRequestTemplates && body.chat_template !== undefined && body.chat_template !== null) {
+    throw new HttpError(400, "invalid_request_error", "chat_template: templates from requests are off on this server (start it with --allow-request-templates)", { param: "chat_template", code: "chat_template_disabled" });
+  }
   const request = { ...body, model: ctx.modelId } as unknown as ChatCompletionRequest;
-  const { n } = normalizeChatRequest(request);
+  const { n, chatTemplate } = normalizeChatRequest(request);
+  // A client's template gets a tenth of the default step budget: it runs on the event loop, and
+  // /health must not wait a quarter of a second behind each one.
+  const options = chatTemplate !== undefined ? { templateLimits: REQUEST_TEMPLATE_LIMITS } : {};
   if (n > ctx.pool.size) {
     throw new HttpError(400, "invalid_request_error", `n: n=${n} needs ${n} free sequences; this server has --parallel ${ctx.pool.size}`, { param: "n", code: "ERR_INVALID_REQUEST" });
   }
@@ -45,11 +57,11 @@ export async function chatCompletions(req: IncomingMessage, res: ServerResponse,
     const slot = n === 1 ? leases[0]!.slot : leases.map((l) => l.slot);
     try {
       if (request.stream !== true) {
-        const completion = await createChatCompletion(slot, { ...request, stream: false, signal: abort.signal });
+        const completion = await createChatCompletion(slot, { ...request, stream: false, signal: abort.signal }, options);
         sendJson(res, 200, completion);
         return 200;
       }
-      const chunks = createChatCompletion(slot, { ...request, stream: true, signal: abort.signal })[Symbol.asyncIterator]();
+      const chunks = createChatCompletion(slot, { ...request, stream: true, signal: abort.signal }, options)[Symbol.asyncIterator]();
       // The first chunk comes once the target has taken the request, so what the target refuses (a
       // logit_bias id outside its vocabulary, logprobs on llama-server) is still a 400, before the headers.
       let step = await chunks.next();

@@ -21,15 +21,25 @@ export class HttpError extends Error {
 }
 
 /** Codes that mean the request asked for something wrong (or too big): 400. */
-const REQUEST_CODES = new Set(["ERR_INVALID_REQUEST", "ERR_INVALID_ARGUMENT", "ERR_SCHEMA_INVALID", "ERR_SCHEMA_UNSUPPORTED", "ERR_TEMPLATE_RENDER", "ERR_CONTEXT_FULL"]);
+const REQUEST_CODES = new Set(["ERR_INVALID_REQUEST", "ERR_INVALID_ARGUMENT", "ERR_SCHEMA_INVALID", "ERR_SCHEMA_UNSUPPORTED", "ERR_TEMPLATE_RENDER", "ERR_TEMPLATE_LIMIT", "ERR_CONTEXT_FULL"]);
+
+/** V8's stack overflow: on a server only the request's nesting can cause it (the body is depth-limited, this is the net). */
+function isStackOverflow(e: unknown): boolean {
+  return e instanceof RangeError && /maximum call stack/i.test(e.message);
+}
 
 /** Any error as (status, OpenAI body). */
 export function httpErrorOf(error: unknown): { status: number; body: OpenAIErrorBody; headers: Record<string, string> } {
   if (error instanceof HttpError) return { status: error.status, body: error.body, headers: error.headers };
+  if (isStackOverflow(error)) {
+    return { status: 400, body: { error: { message: "the request is nested too deeply to process", type: "invalid_request_error", param: null, code: "request_too_complex" } }, headers: {} };
+  }
   const body = toOpenAIError(error);
   if (error instanceof LlamapegError && REQUEST_CODES.has(error.code)) {
     body.error.type = "invalid_request_error";
     if (error.code === "ERR_CONTEXT_FULL") body.error.code = "context_length_exceeded";
+    // a template budget spent on this request's input: too large for this server
+    if (error.code === "ERR_TEMPLATE_LIMIT") body.error.code = "request_too_complex";
     return { status: 400, body, headers: {} };
   }
   body.error.type = "server_error";

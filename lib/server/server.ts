@@ -8,7 +8,7 @@ import type { AddressInfo } from "node:net";
 
 import { LlamapegError, ArgumentRangeError } from "../errors.js";
 import { completionTarget } from "../openai/index.js";
-import { bearerCheck } from "./auth.js";
+import { bearerCheck, originPolicy } from "./auth.js";
 import { anthropicKey } from "./anthropic-key.js";
 import { chatCompletions } from "./chat-route.js";
 import { HttpError } from "./http-error.js";
@@ -45,6 +45,15 @@ interface Route {
   credentials?: (req: IncomingMessage) => IncomingMessage;
 }
 
+/** A percent-encoded path segment; bad encoding is the client's 400, not a URIError. */
+function decodePathPart(part: string): string {
+  try {
+    return decodeURIComponent(part);
+  } catch {
+    throw new HttpError(400, "invalid_request_error", `the path has bad percent-encoding: ${JSON.stringify(part.slice(0, 200))}`, { code: "invalid_path" });
+  }
+}
+
 export async function startServer(targets: CompletionTarget | readonly CompletionTarget[], options?: ServerOptions): Promise<LlamapegServer> {
   const o = resolveServerOptions(options);
   const given = Array.isArray(targets) ? [...(targets as readonly CompletionTarget[])] : [targets as CompletionTarget];
@@ -60,9 +69,10 @@ export async function startServer(targets: CompletionTarget | readonly Completio
   const authorize = bearerCheck(o.apiKey);
   const routeContext = { pool, bodyLimit: o.bodyLimit, modelId, shutdown: shutdown.signal };
   const store = new ResponseStore();
+  const origins = originPolicy(o.cors);
 
   const routes: Route[] = [
-    { method: "POST", path: /^\/(?:v1\/)?chat\/completions$/, handler: (req, res) => chatCompletions(req, res, { pool, bodyLimit: o.bodyLimit, modelId, shutdown: shutdown.signal }) },
+    { method: "POST", path: /^\/(?:v1\/)?chat\/completions$/, handler: (req, res) => chatCompletions(req, res, { pool, bodyLimit: o.bodyLimit, modelId, shutdown: shutdown.signal, allowRequestTemplates: o.allowRequestTemplates }) },
     { method: "POST", path: /^\/(?:v1\/)?responses$/, handler: (req, res) => responses(req, res, { ...routeContext, store }) },
     { method: "POST", path: /^\/(?:v1\/)?messages$/, handler: (req, res) => messages(req, res, routeContext), credentials: anthropicKey },
     { method: "POST", path: /^\/(?:v1\/)?completions$/, handler: (req, res) => completions(req, res, routeContext) },
@@ -70,7 +80,7 @@ export async function startServer(targets: CompletionTarget | readonly Completio
     { method: "POST", path: /^\/detokenize$/, handler: (req, res) => detokenize(req, res, routeContext, model) },
     { method: "GET", path: /^\/metrics$/, handler: (_req, res) => sendMetrics(res, metrics.render(pool)) },
     { method: "GET", path: /^\/(?:v1\/)?models$/, handler: (_req, res) => listModels(res, entry) },
-    { method: "GET", path: /^\/(?:v1\/)?models\/(.+)$/, handler: (_req, res, m) => getModel(res, entry, decodeURIComponent(m[1]!)) },
+    { method: "GET", path: /^\/(?:v1\/)?models\/(.+)$/, handler: (_req, res, m) => getModel(res, entry, decodePathPart(m[1]!)) },
     {
       method: "GET",
       path: /^\/health$/,
@@ -90,15 +100,19 @@ export async function startServer(targets: CompletionTarget | readonly Completio
   }
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<number> {
+    // A refused browser origin learns nothing, not even whether a route exists.
+    for (const [k, v] of Object.entries(origins.check(req))) res.setHeader(k, v);
+    if (origins.preflight(req, res)) return 204;
     const path = new URL(req.url ?? "/", "http://localhost").pathname.replace(/\/+$/, "") || "/";
     const matching = routes.map((r) => ({ r, m: r.path.exec(path) })).filter((x) => x.m !== null);
-    if (matching.length === 0) throw new HttpError(404, "invalid_request_error", `no route for ${req.method} ${path}`, { code: "not_found" });
     const hit = matching.find((x) => x.r.method === req.method);
+    // 401 before 404 and 405: without the key, the routes cannot be probed.
+    if (hit?.r.public !== true) authorize(hit?.r.credentials?.(req) ?? req);
+    if (matching.length === 0) throw new HttpError(404, "invalid_request_error", `no route for ${req.method} ${path}`, { code: "not_found" });
     if (hit === undefined) {
       const allow = [...new Set(matching.map((x) => x.r.method))].join(", ");
       throw new HttpError(405, "invalid_request_error", `${req.method} is not allowed on ${path} (allowed: ${allow})`, { code: "method_not_allowed", headers: { allow } });
     }
-    if (!hit.r.public) authorize(hit.r.credentials?.(req) ?? req);
     return hit.r.handler(req, res, hit.m!);
   }
 

@@ -1,12 +1,26 @@
 // Runs fuzz cases where a crash is possible in child processes: one child runs cases in order,
 // printing "S <i>" before and "R <i> <json>" after each; when it dies (a signal, an abort) or a
 // case runs past its time, the case in flight is recorded as such and a fresh child goes on
-// with the next one.
+// with the next one. An RSS watchdog kills a child whose resident memory passes the limit and
+// records the case as "oom" (a runaway allocation fails the case, not the machine).
 import { spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
+
+/** The resident set of a process in MB (Linux /proc; elsewhere 0: no watchdog). */
+function rssMb(pid: number | undefined): number {
+  if (pid === undefined) return 0;
+  try {
+    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+    return m === null ? 0 : Number(m[1]) / 1024;
+  } catch {
+    return 0;
+  }
+}
 
 export type ChildResult =
   | { outcome: "crash"; signal: string | null; status: number | null; stderr: string }
   | { outcome: "hang"; ms: number }
+  | { outcome: "oom"; rssMb: number }
   | ({ outcome: string; ms?: number; rss?: number; code?: string | null; message?: string } & Record<string, unknown>);
 
 export interface ChildRunOptions {
@@ -15,6 +29,8 @@ export interface ChildRunOptions {
   count: number;
   /** A case that runs longer is killed and recorded as a hang. */
   caseTimeoutMs: number;
+  /** A child whose RSS passes this is killed and its case recorded as "oom". Default 3072 MB. */
+  rssLimitMb?: number;
   env?: NodeJS.ProcessEnv;
 }
 
@@ -37,6 +53,14 @@ export async function runInChildren(o: ChildRunOptions): Promise<ChildResult[]> 
           child.kill("SIGKILL");
         }, o.caseTimeoutMs);
       };
+      const rssLimit = o.rssLimitMb ?? 3072;
+      const watchdog = setInterval(() => {
+        const rss = rssMb(child.pid);
+        if (rss > rssLimit && current >= 0 && results[current] === undefined) {
+          results[current] = { outcome: "oom", rssMb: Math.round(rss) };
+          child.kill("SIGKILL");
+        }
+      }, 100);
       child.stdout.setEncoding("utf8");
       child.stdout.on("data", (chunk: string) => {
         buffered += chunk;
@@ -64,6 +88,7 @@ export async function runInChildren(o: ChildRunOptions): Promise<ChildResult[]> 
       });
       child.on("close", (status, signal) => {
         clearTimeout(timer);
+        clearInterval(watchdog);
         if (current >= 0) {
           if (results[current] === undefined) results[current] = { outcome: "crash", signal, status, stderr };
           resolve(current + 1);

@@ -191,6 +191,28 @@ describe("llamapeg/ai-sdk with the ai package", () => {
     }
   });
 
+  it("a tool schema degraded to permissive JSON: its warning reaches the AI SDK's warnings (generate and stream)", async () => {
+    const llamapeg = createLlamapeg({ context });
+    // a lookbehind cannot be a grammar: this tool's arguments degrade to any JSON object, with a warning
+    const odd = tool({ description: "odd", inputSchema: jsonSchema({ type: "object", properties: { a: { type: "string", pattern: "(?<=x)y" } } }) });
+    const g = await generateText({ model: llamapeg(), tools: { odd }, prompt: "hi", maxOutputTokens: 4, seed: 1 });
+    const s = streamText({ model: llamapeg(), tools: { odd }, prompt: "hi", maxOutputTokens: 4, seed: 1 });
+    for await (const _ of s.fullStream) void _;
+    for (const warnings of [g.warnings ?? [], (await s.warnings) ?? []]) {
+      expect(warnings.some((w) => w.type === "other" && /tools\[0\]\.function\.parameters/.test(w.message)), JSON.stringify(warnings)).toBe(true);
+    }
+  });
+
+  it("leaving textStream early (break, no abort signal) frees the context for the next call", async () => {
+    const llamapeg = createLlamapeg({ context });
+    for (let k = 0; k < 3; k++) {
+      let n = 0;
+      for await (const _ of streamText({ model: llamapeg(), prompt: "a story", maxOutputTokens: 60, seed: k }).textStream) if (++n === 2) break;
+    }
+    const next = await generateText({ model: llamapeg(), prompt: "next", maxOutputTokens: 3, seed: 1 });
+    expect(next.usage.outputTokens).toBe(3);
+  });
+
   it("the provider: specification v4, languageModel(id), no embedding models", () => {
     const llamapeg = createLlamapeg({ context });
     expect(llamapeg.specificationVersion).toBe("v4");

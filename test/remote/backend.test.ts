@@ -335,15 +335,23 @@ describe("the stream", () => {
     expect(full.code).toBe("ERR_CONTEXT_FULL");
   });
 
-  it("something that is not llama-server's stream: ERR_REMOTE_PROTOCOL", async () => {
-    const s = await fake({
-      completion: (_b, res) => {
-        stream(res);
-        res.write("data: not json\n\n");
-        res.end();
-      },
-    });
-    expect((await rejection((await connect(s.url).generate(request())).result())).code).toBe("ERR_REMOTE_PROTOCOL");
+  it("something that is not llama-server's stream: ERR_REMOTE_PROTOCOL, before the first token, so the request fails over", async () => {
+    const garbage = (_b: unknown, res: ServerResponse) => {
+      stream(res);
+      res.write("data: not json\n\n");
+      res.end();
+    };
+    const s = await fake({ completion: garbage });
+    // alone: no server could take it, and the cause says why
+    const e = await rejection(connect(s.url).generate(request()));
+    expect(e.code).toBe("ERR_REMOTE_UNAVAILABLE");
+    expect(((e as { cause?: { code?: string } }).cause as { code?: string }).code).toBe("ERR_REMOTE_PROTOCOL");
+    // beside a good server: it completes there
+    const bad = await fake({ completion: garbage });
+    const good = await fake();
+    const g = await connect({ urls: [bad.url, good.url], strategy: "round-robin" }).generate(request());
+    expect(g.server).toBe(good.url);
+    expect((await g.result()).text).toBe("hi");
   });
 });
 

@@ -6,6 +6,7 @@ import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 
 import { applyChatTemplate } from "../../lib/chat/apply/index.js";
+import { checkGbnf } from "../../lib/gbnf/index.js";
 import { ArgumentRangeError, ArgumentTypeError, ERROR_CODES, LlamapegError, internalError } from "../../lib/errors.js";
 import { int, str } from "../../lib/llama/validate.js";
 
@@ -65,6 +66,20 @@ describe("error codes", () => {
     expect(r).toBeInstanceOf(ArgumentRangeError);
     expect(r).toMatchObject({ code: "ERR_INVALID_ARGUMENT", message: "threads must be between 1 and 8 (got 99)" });
     expect(caught(() => applyChatTemplate(7 as never, { messages: [] }))).toMatchObject({ code: "ERR_INVALID_ARGUMENT" });
+    // and LlamapegError instances (issue 28.9), without making other errors or subclasses match
+    expect(t).toBeInstanceOf(LlamapegError);
+    expect(r).toBeInstanceOf(LlamapegError);
+    expect(new TypeError("x")).not.toBeInstanceOf(LlamapegError);
+    expect(new LlamapegError("ERR_BUSY", "x")).toBeInstanceOf(LlamapegError);
+    class Sub extends LlamapegError {}
+    expect(t).not.toBeInstanceOf(Sub);
+    expect(new Sub("ERR_BUSY", "x")).toBeInstanceOf(Sub);
+  });
+
+  it("a GBNF code point above U+10FFFF is ERR_GRAMMAR_INVALID naming it (no invalid UTF-8 reaches the sampler)", () => {
+    expect(() => checkGbnf("root ::= [\\U00110000]")).toThrow(expect.objectContaining({ code: "ERR_GRAMMAR_INVALID", message: expect.stringMatching(/U00110000 is above U\+10FFFF/) }));
+    expect(() => checkGbnf('root ::= "\\UFFFFFFFF"')).toThrow(/above U\+10FFFF/);
+    expect(() => checkGbnf("root ::= [\\U00000041-\\U0010FFFF]")).not.toThrow();
   });
 
   it("internal invariants fail with ERR_INTERNAL", () => {

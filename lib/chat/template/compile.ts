@@ -9,6 +9,7 @@ import { LlamapegError } from "../../errors.js";
 import type { NodeOf } from "./ast.js";
 import { TemplateError, TemplateSyntaxError, lineColumn } from "./errors.js";
 import { type PositionedToken, tokenize } from "./lexer.js";
+import { checkSourceLength } from "./limits.js";
 import { type NodePositions, nodePositions } from "./positions.js";
 
 export interface CompiledTemplate {
@@ -31,6 +32,7 @@ export function templateHash(source: string): string {
 /** Parses `source` (or returns the cached parse). A syntax error is ERR_TEMPLATE_RENDER with its line and column. */
 export function compileTemplate(source: string): CompiledTemplate {
   if (typeof source !== "string") throw new LlamapegError("ERR_INVALID_ARGUMENT", "template source must be a string");
+  checkSourceLength(source, () => templateHash(source));
   const hash = templateHash(source);
   const hit = cache.get(hash);
   if (hit) {

@@ -9,7 +9,7 @@
  * is module state that `withBudget` sets for the duration of one render.
  */
 import { ArgumentRangeError, ArgumentTypeError } from "../../errors.js";
-import { TemplateLimitError } from "./errors.js";
+import { TemplateError, TemplateLimitError } from "./errors.js";
 
 export interface TemplateLimits {
   /**
@@ -57,12 +57,27 @@ export const STRING_CHARS_PER_STEP = 512;
 export const MAX_SOURCE_NESTING = 100;
 export const MAX_TREE_DEPTH = 1000;
 
+/**
+ * Longest template source compiled, in UTF-16 code units, checked before the lexer runs: the
+ * largest real template (vendor/llama.cpp/models/templates) is 17 KB, this is 15 times that. Lexing
+ * and parsing cost ~10 µs per token, so a 2 MB list literal (1e6 items) or a 10 MB template from a
+ * GGUF would block for seconds before any render budget applies.
+ */
+export const MAX_SOURCE_LENGTH = 256 * 1024;
+
+/** Refuses a source over MAX_SOURCE_LENGTH (ERR_TEMPLATE_LIMIT, at once: nothing is scanned). */
+export function checkSourceLength(source: string, hash: () => string): void {
+  if (source.length > MAX_SOURCE_LENGTH) {
+    throw new TemplateError("ERR_TEMPLATE_LIMIT", `the chat template is ${source.length} characters long, over the limit of ${MAX_SOURCE_LENGTH} (the largest real template is about 17,000)`, { hash: hash() });
+  }
+}
+
 export function resolveLimits(limits: TemplateLimits | undefined): ResolvedLimits {
   if (limits === undefined) return DEFAULT_TEMPLATE_LIMITS;
   if (typeof limits !== "object" || limits === null) throw new ArgumentTypeError("limits must be an object");
   const out = { ...DEFAULT_TEMPLATE_LIMITS };
   for (const key of Object.keys(limits) as (keyof TemplateLimits)[]) {
-    if (!(key in DEFAULT_TEMPLATE_LIMITS)) throw new ArgumentTypeError(`unknown template limit '${String(key)}'`);
+    if (!Object.hasOwn(DEFAULT_TEMPLATE_LIMITS, key)) throw new ArgumentTypeError(`unknown template limit '${String(key)}'`);
     const v = limits[key];
     if (v === undefined) continue;
     if (typeof v !== "number" || !(v >= 1) || (!Number.isInteger(v) && v !== Infinity))
