@@ -81,11 +81,11 @@ async function main() {
   };
   const greedy = { temperature: 0, maxTokens: opts.maxTokens };
   // warm-up: the prompt in the KV cache, the grammar's caches, the vocabulary index
-  await timed({ ...greedy, grammar });
+  await timed({ ...greedy, grammar, fastForward: true });
   await timed({ ...greedy, grammar, fastForward: false });
   let lastTokens = 0;
   const kinds = {
-    ff: () => timed({ ...greedy, grammar }),
+    ff: () => timed({ ...greedy, grammar, fastForward: true }),
     step: () => timed({ ...greedy, grammar, fastForward: false }),
     free: () => timed({ ...greedy, maxTokens: lastTokens, logitBias: eogBan }),
   };

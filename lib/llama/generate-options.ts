@@ -87,8 +87,9 @@ export interface GenerateOptions {
    * emitted with `forced: true` and counted in `stats.forcedTokens`. The text is always one the
    * grammar admits, but the model's own split of forced text may differ from the tokenizer's, so
    * greedy outputs can differ from `fastForward: false` (today's one-token steps, llama.cpp's
-   * behaviour). Default: true with a grammar, false with `logprobs` (forced tokens have no
-   * distribution to report: with `fastForward: true` they carry log probability 0).
+   * behaviour). Default: false (opt in; it changes which sampling path a seeded run takes, and
+   * with checkpoints one gemma3 turn came out differently warm and cold). With `logprobs`, forced
+   * tokens have no distribution to report: with `fastForward: true` they carry log probability 0.
    */
   fastForward?: boolean;
   /**
@@ -195,7 +196,7 @@ export function resolveGenerateOptions(
     grammar,
     grammarResample: oneOf(o.grammarResample, "grammarResample", ["fast", "reference"] as const, "fast"),
     grammarFirst: bool(o.grammarFirst, "grammarFirst", false),
-    fastForward: bool(o.fastForward, "fastForward", o.logprobs !== true) && grammar !== null,
+    fastForward: bool(o.fastForward, "fastForward", false) && grammar !== null,
     ...resolveContextShift(model, o.contextShift === undefined ? defaults.contextShift : o.contextShift, "contextShift"),
     // Hand-off tuning: a batch every 16 tokens or 5 ms; at most 256 tokens ahead of the reader.
     flushTokens: 16,

@@ -60,9 +60,11 @@ afterAll(async () => {
   model?.dispose();
 });
 
+/** Generation with fast-forward on unless the case says otherwise (it is opt-in; with logprobs the
+ * case says so itself). */
 async function run(options: GenerateOptions, seqPrompt = prompt, ctx = context) {
   const items: GeneratedToken[] = [];
-  const g = ctx.generate(seqPrompt, options);
+  const g = ctx.generate(seqPrompt, { ...(options.logprobs === true ? {} : { fastForward: true }), ...options });
   for await (const item of g) items.push(item);
   const r = await g.result();
   return { items, ...r };
@@ -215,8 +217,8 @@ describe("fast-forward", () => {
     const b = two.getSequence();
     try {
       const [ra, rb] = await Promise.all([
-        a.generate(prompt, { temperature: 0.8, seed: 1, maxTokens: 48, grammar: { gbnf: SIMPLE } }).result(),
-        b.generate(prompt, { temperature: 0.8, seed: 2, maxTokens: 48, grammar: { gbnf: SIMPLE } }).result(),
+        a.generate(prompt, { temperature: 0.8, seed: 1, maxTokens: 48, grammar: { gbnf: SIMPLE }, fastForward: true }).result(),
+        b.generate(prompt, { temperature: 0.8, seed: 2, maxTokens: 48, grammar: { gbnf: SIMPLE }, fastForward: true }).result(),
       ]);
       for (const r of [ra, rb]) {
         expect(r.stats.forcedTokens).toBeGreaterThan(0);
