@@ -63,8 +63,8 @@ const PY_LITERALS: readonly (readonly [string, string])[] = [
 
 /**
  * Python-style values to JSON text: single-quoted strings become double-quoted (escapes adjusted),
- * True/False/None become true/false/null. A literal cut short is mapped by prefix ("Tr" -> "tr"), so
- * the output of a growing input only grows.
+ * True/False/None become true/false/null, raw control characters inside strings get JSON escapes.
+ * A literal cut short is mapped by prefix ("Tr" -> "tr"), so the output of a growing input only grows.
  */
 export function pythonToJson(input: string): string {
   let out = "";
@@ -102,6 +102,11 @@ export function pythonToJson(input: string): string {
         inSingle = !inSingle;
         out += '"';
       }
+    } else if ((inSingle || inDouble) && c < " ") {
+      // A raw control character inside a string (LFM2.5's template prints string arguments as
+      // they are, tabs and newlines included): JSON's escape. The reference passes it through,
+      // which makes arguments that are not JSON.
+      out += JSON.stringify(c).slice(1, -1);
     } else if (!inSingle && !inDouble && (c === "T" || c === "F" || c === "N") && (i === 0 || !isWordChar(input[i - 1]))) {
       let len = 0;
       while (i + len < n && isWordChar(input[i + len])) len++;

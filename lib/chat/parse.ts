@@ -11,20 +11,10 @@ import { mapChatAst, type MapperAst, type MapperNode } from "./mapper.js";
 import { closeCutCalls, describeCutCall } from "./cut-calls.js";
 import { emptyAssistantMessage, type AssistantMessage } from "./messages.js";
 import type { ChatInputParser, ChatPlan } from "./plan.js";
+import { completeUtf8Prefix } from "./text-fields.js";
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder("utf-8");
-
-/** Length of `bytes[0, end)` without a UTF-8 sequence cut short by `end`. */
-export function completeUtf8Prefix(bytes: Uint8Array, end: number): number {
-  for (let back = 1; back <= 3 && end - back >= 0; back++) {
-    const b = bytes[end - back]!;
-    if ((b & 0xc0) === 0x80) continue; // continuation byte: keep looking for the lead byte
-    const need = b >= 0xf0 ? 4 : b >= 0xe0 ? 3 : b >= 0xc0 ? 2 : 1;
-    return need > back ? end - back : end;
-  }
-  return end;
-}
 
 /** Decodes bytes [start, end); on partial input a character cut by the end of the input is left out. */
 function decodeRange(bytes: Uint8Array, start: number, end: number, partial: boolean): string {

@@ -3,7 +3,8 @@
  * `parser` and `grammar` come from one PEG tree: the tree parses, its GBNF export constrains sampling.
  */
 import type { PegParseOptions, PegParseResult } from "../peg/parse.js";
-import type { PromptSegment } from "./prompt.js";
+import type { GrammarTrigger } from "../llama/triggers.js";
+import type { PromptTextSegment } from "./prompt.js";
 
 /** Parses one input (a `PegArena`, or the incremental parser it hands out). */
 export interface ChatInputParser {
@@ -21,11 +22,8 @@ export interface ChatParser extends ChatInputParser {
   streamParser?(): ChatInputParser;
 }
 
-export type GrammarTrigger =
-  | { type: "word"; value: string }
-  | { type: "token"; value: string; token?: number }
-  | { type: "pattern"; value: string }
-  | { type: "pattern_full"; value: string };
+/** Defined beside the one mapping of triggers onto a vocabulary (lib/llama/triggers.ts). */
+export type { GrammarTrigger };
 
 export interface ChatPlan {
   /** The rendered prompt. */
@@ -35,7 +33,7 @@ export interface ChatPlan {
    * history): tokenize them without special-token parsing (`tokenizeChatPrompt`). Absent: the
    * prompt was not rendered from messages (all template text).
    */
-  promptSegments?: PromptSegment[];
+  promptSegments?: PromptTextSegment[];
   /** Which output format the parser implements (for diagnostics; e.g. "peg-native", "content-only"). */
   format: string;
   /** GBNF constraining generation; "" for none. */
@@ -71,15 +69,41 @@ export interface ChatPlan {
   parser: ChatParser | null;
 }
 
+/** The sampler side of a plan: its grammar fields as one value (what a completion target gets). */
+export interface SamplingGrammar {
+  gbnf: string;
+  /** Apply `gbnf` only once a trigger appears in the output. */
+  lazy: boolean;
+  /** The plan's triggers (lazy only): words, patterns (`pattern_full` anchored), tokens by text. */
+  triggers: GrammarTrigger[];
+  /**
+   * Text the grammar consumes before the first sampled token (eager grammars; "" for none): the
+   * generation prompt, which the prompt already ends with. llama.cpp's prefill
+   * (`common_sampler_init`; llama-server: `generation_prompt` with `grammar_type: "tool_calls"`).
+   */
+  prefill: string;
+}
+
+/** The plan's grammar fields that `SamplingGrammar` carries (the one conversion each way: `samplingGrammar`, `grammarFields`). */
+export type PlanGrammarFields = Pick<ChatPlan, "grammar" | "grammarLazy" | "grammarTriggers" | "grammarPrefill">;
+
+/** The plan's grammar as the sampler takes it; null when the plan has none. */
+export function samplingGrammar(plan: PlanGrammarFields): SamplingGrammar | null {
+  if (plan.grammar === "") return null;
+  return { gbnf: plan.grammar, lazy: plan.grammarLazy, triggers: plan.grammarLazy ? plan.grammarTriggers : [], prefill: plan.grammarPrefill ?? "" };
+}
+
+/** A `SamplingGrammar` (or none) as the plan's fields. */
+export function grammarFields(g: SamplingGrammar | null): Required<PlanGrammarFields> {
+  return { grammar: g?.gbnf ?? "", grammarLazy: g?.lazy ?? false, grammarTriggers: g?.triggers ?? [], grammarPrefill: g?.prefill ?? "" };
+}
+
 /** A plan with defaults for every field but the parser (tests and hand-built grammars). */
 export function chatPlan(parser: ChatParser | null, fields: Partial<Omit<ChatPlan, "parser">> = {}): ChatPlan {
   return {
     prompt: "",
     format: parser === null ? "content-only" : "peg",
-    grammar: "",
-    grammarLazy: false,
-    grammarTriggers: [],
-    grammarPrefill: "",
+    ...grammarFields(null),
     preservedTokens: [],
     additionalStops: [],
     generationPrompt: "",

@@ -17,8 +17,17 @@
 import { LlamapegError } from "../errors.js";
 import type { Model } from "../llama/model.js";
 
-/** A stretch of a prompt that came from message values: `prompt.slice(start, end)` (UTF-16 code units). */
-export interface PromptSegment {
+/**
+ * A stretch of a prompt that came from message values: `prompt.slice(start, end)` (UTF-16 code
+ * units; `PromptByteSegment` in lib/openai/target.ts is the same stretch in UTF-8 bytes).
+ */
+export interface PromptTextSegment {
+  start: number;
+  end: number;
+}
+
+/** The same stretch as bytes [start, end) of the prompt's UTF-8 encoding (what llama-server's tokenizer cuts). */
+export interface PromptByteSegment {
   start: number;
   end: number;
 }
@@ -36,14 +45,14 @@ export interface SpecialToken {
 export type PromptFragment = { text: string } | { token: number };
 
 /** The flattened `[s0, e0, s1, e1, ...]` marks of a render as segments. */
-export function segmentsFromMarks(marks: readonly number[]): PromptSegment[] {
-  const out: PromptSegment[] = [];
+export function segmentsFromMarks(marks: readonly number[]): PromptTextSegment[] {
+  const out: PromptTextSegment[] = [];
   for (let i = 0; i + 1 < marks.length; i += 2) out.push({ start: marks[i]!, end: marks[i + 1]! });
   return out;
 }
 
 /** Checks that `segments` are sorted, disjoint ranges inside a prompt of `length` code units. */
-export function checkSegments(segments: readonly PromptSegment[], length: number): void {
+export function checkSegments(segments: readonly PromptTextSegment[], length: number): void {
   let last = 0;
   for (const [i, s] of segments.entries()) {
     if (!Number.isInteger(s?.start) || !Number.isInteger(s?.end) || s.start < last || s.end < s.start || s.end > length)
@@ -55,8 +64,8 @@ export function checkSegments(segments: readonly PromptSegment[], length: number
 }
 
 /** The same segments as UTF-8 byte ranges of the prompt (for targets that take bytes, such as llama-server). */
-export function segmentByteRanges(prompt: string, segments: readonly PromptSegment[]): PromptSegment[] {
-  const out: PromptSegment[] = [];
+export function segmentByteRanges(prompt: string, segments: readonly PromptTextSegment[]): PromptByteSegment[] {
+  const out: PromptByteSegment[] = [];
   let unit = 0;
   let byte = 0;
   const advance = (to: number): void => {
@@ -78,7 +87,7 @@ const isSpace = (c: number): boolean => c === 0x20 || (c >= 0x09 && c <= 0x0d);
  * Whether the text of some special token overlaps message text anywhere in the prompt (starting
  * inside a message, or starting in template text and running into one): the fast path's test.
  */
-export function messagesHoldSpecialText(prompt: string, segments: readonly PromptSegment[], specials: readonly SpecialToken[]): boolean {
+export function messagesHoldSpecialText(prompt: string, segments: readonly PromptTextSegment[], specials: readonly SpecialToken[]): boolean {
   const byFirst = new Map<string, string[]>();
   let longest = 0;
   for (const t of specials) {
@@ -102,7 +111,7 @@ export function messagesHoldSpecialText(prompt: string, segments: readonly Promp
  * Cuts `prompt` like llama.cpp's special-token partition, matching special tokens only where
  * they lie wholly outside `segments`.
  */
-export function partitionPrompt(prompt: string, segments: readonly PromptSegment[], specials: readonly SpecialToken[]): PromptFragment[] {
+export function partitionPrompt(prompt: string, segments: readonly PromptTextSegment[], specials: readonly SpecialToken[]): PromptFragment[] {
   checkSegments(segments, prompt.length);
   // whether [start, end) overlaps a message (binary search over the sorted segments)
   const inMessage = (start: number, end: number): boolean => {
@@ -208,7 +217,7 @@ export interface TokenizePromptOptions {
  * Tokenizes a chat prompt with special-token parsing only in template text. `segments`: the
  * plan's `promptSegments` (message text); none means the whole prompt is template text.
  */
-export function tokenizeChatPrompt(model: Model, prompt: string, segments: readonly PromptSegment[] | undefined, options: TokenizePromptOptions = {}): Int32Array {
+export function tokenizeChatPrompt(model: Model, prompt: string, segments: readonly PromptTextSegment[] | undefined, options: TokenizePromptOptions = {}): Int32Array {
   const addSpecial = options.addSpecial ?? true;
   const segs = segments ?? [];
   if (options.specialTokensInMessages === true || segs.length === 0) return model.tokenize(prompt, { addSpecial, parseSpecial: true });
@@ -233,7 +242,7 @@ export function tokenizeChatPrompt(model: Model, prompt: string, segments: reado
 export async function tokenizeChatPromptAsync(
   model: Model,
   prompt: string,
-  segments: readonly PromptSegment[] | undefined,
+  segments: readonly PromptTextSegment[] | undefined,
   options: TokenizePromptOptions = {},
 ): Promise<Int32Array> {
   const addSpecial = options.addSpecial ?? true;

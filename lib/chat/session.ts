@@ -17,11 +17,11 @@ import { LlamapegError, type LlamapegErrorCode } from "../errors.js";
 import { type MessageChange, compareViews, diffChange, diffMessages, extensionProblem, toolCallDelta } from "./diff.js";
 import { ChatInput } from "./input.js";
 import { cloneAssistantMessage, emptyAssistantMessage, type AssistantMessage, type ChatDelta, type ToolCallDelta } from "./messages.js";
-import { completeUtf8Prefix, hasFormatMapper, runChatParser } from "./parse.js";
+import { hasFormatMapper, runChatParser } from "./parse.js";
 import type { ChatInputParser, ChatPlan } from "./plan.js";
 import { ContentStream, type StreamFrame, StreamMapper } from "./stream-mapper.js";
 import { closeCutCalls, describeCutCall } from "./cut-calls.js";
-import { GREW, SAME } from "./text-fields.js";
+import { GREW, SAME, completeUtf8Prefix } from "./text-fields.js";
 
 export interface ChatParseErrorEvent {
   type: "parse_error";

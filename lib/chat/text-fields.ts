@@ -242,7 +242,7 @@ function grewBy(delta: string): FieldChange {
 const firstDecoder = new TextDecoder("utf-8");
 const restDecoder = new TextDecoder("utf-8", { ignoreBOM: true });
 
-/** Length of `bytes[0, end)` without a UTF-8 sequence cut short by `end` (as parse.ts decodes partial input). */
+/** Length of `bytes[0, end)` without a UTF-8 sequence cut short by `end` (how partial input is decoded). */
 export function completeUtf8Prefix(bytes: Uint8Array, end: number): number {
   for (let back = 1; back <= 3 && end - back >= 0; back++) {
     const b = bytes[end - back]!;

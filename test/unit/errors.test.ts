@@ -37,8 +37,10 @@ describe("error codes", () => {
   });
 
   it("every code named in lib/ is declared", () => {
+    // Node's own codes that lib/ reads off errors Node raises (never raised by us).
+    const nodeCodes = new Set(["ERR_WORKER_OUT_OF_MEMORY"]);
     const lib = codesIn(files(join(ROOT, "lib"), /\.ts$/));
-    const undeclared = [...lib].filter(([c]) => !(ERROR_CODES as readonly string[]).includes(c));
+    const undeclared = [...lib].filter(([c]) => !nodeCodes.has(c) && !(ERROR_CODES as readonly string[]).includes(c));
     expect(undeclared).toEqual([]);
   });
 

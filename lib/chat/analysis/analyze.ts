@@ -6,6 +6,7 @@
  */
 import { createHash } from "node:crypto";
 
+import { boundedCache } from "../../cache.js";
 import { LlamapegError } from "../../errors.js";
 import { analyzeContent } from "./content.js";
 import { applyCorrections } from "./corrections.js";
@@ -30,8 +31,7 @@ export interface AnalyzeTemplateOptions {
   strict?: boolean;
 }
 
-const CACHE_LIMIT = 64;
-const cache = new Map<string, TemplateAnalysis>();
+const cache = boundedCache<string, TemplateAnalysis>(64);
 
 /**
  * Analyses a chat template by rendering probe conversations that differ in one respect.
@@ -50,12 +50,7 @@ export function analyzeTemplate(source: string, options: AnalyzeTemplateOptions 
   const hash = createHash("sha256").update(source).digest("hex");
   const key = `${hash}\u0000${bosToken}\u0000${eosToken}`;
 
-  let analysis = cache.get(key);
-  if (analysis === undefined) {
-    analysis = runAnalysis(source, bosToken, eosToken, hash);
-    if (cache.size >= CACHE_LIMIT) cache.delete(cache.keys().next().value!);
-    cache.set(key, analysis);
-  }
+  const analysis = cache.getOrSet(key, () => runAnalysis(source, bosToken, eosToken, hash));
   if (options.strict && analysis.probeFailures.length > 0) {
     const f = analysis.probeFailures[0]!;
     throw new LlamapegError("ERR_TEMPLATE_ANALYSIS", `probe ${f.probe} failed to render: ${f.message}`, { where: f.probe });

@@ -1,10 +1,11 @@
 /**
  * How the analysis renders a probe conversation: through the project's renderer
- * (lib/chat/template, at parity with llama.cpp's Jinja engine). This file is the one seam between
- * the two.
+ * (lib/jinja, at parity with llama.cpp's Jinja engine) with the template's facts
+ * (../template-facts.ts). This file is the one seam between the two.
  */
 import { LlamapegError } from "../../errors.js";
-import { compileTemplate, normalizeMessageContent, patchTemplateSource, renderTemplate, templateCaps } from "../template/index.js";
+import { renderTemplate } from "../../jinja/index.js";
+import { fitContent, templateFacts } from "../template-facts.js";
 import type { TemplateCaps } from "./types.js";
 
 /** What one probe rendering gets: the reference's `template_params`. */
@@ -35,25 +36,24 @@ export interface ProbeTemplate {
  * analysis see the same `now`, so date lines cannot differ between the two sides of a pair.
  */
 export function compileProbeTemplate(rawSource: string, tokens: ProbeTokens): ProbeTemplate {
-  const source = patchTemplateSource(rawSource);
-  let caps: TemplateCaps;
+  let facts;
   try {
-    compileTemplate(source);
-    caps = templateCaps(source);
+    facts = templateFacts(rawSource);
   } catch (e) {
     throw new LlamapegError("ERR_TEMPLATE_ANALYSIS", `template does not compile: ${(e as Error).message}`, {
       where: "template",
       cause: e,
     });
   }
+  const { source, caps } = facts;
   const now = new Date();
   return {
     source,
-    caps,
+    caps: { ...caps },
     render(inputs) {
       const vars: Record<string, unknown> = {
         // content as string or typed parts, whichever the template takes (as the reference does)
-        messages: normalizeMessageContent(rawSource, inputs.messages as Record<string, unknown>[]),
+        messages: fitContent(caps, inputs.messages as Record<string, unknown>[]),
         bos_token: tokens.bosToken,
         eos_token: tokens.eosToken,
         enable_thinking: inputs.enableThinking,

@@ -16,46 +16,21 @@
 import { LlamapegError } from "../../errors.js";
 import { analyzeTemplate } from "../analysis/analyze.js";
 import type { FamilyPlan, PlanInput } from "../formats/family.js";
-import { detectFamily } from "../formats/registry.js";
 import { ChatPegBuilder } from "../grammar/builder.js";
-import type { ChatRenderRequest } from "../template/chat-context.js";
 import { segmentsFromMarks } from "../prompt.js";
-import { renderChatPrompt, renderGenerationPrompt } from "../template/chat-render.js";
-import { closeCutJson } from "../partial-json.js";
-import { templateCaps } from "../template/caps.js";
-import { patchTemplateSource } from "../template/source-patches.js";
+import { templateFacts } from "../template-facts.js";
 import { toolFunctions, toolParameters, type ChatTool } from "../tools.js";
 import { analysisPlan } from "./autoparser.js";
 import { treeGbnf } from "./grammar.js";
+import { generationPromptAfter, renderInput } from "./render.js";
 import type { NormalizedApplyRequest } from "./request.js";
 import { enforceableResponseSchema, sanitizeToolSchemas } from "./schemas.js";
 import { generationPromptOf, planEntry, planPart, type PlanPart } from "./cache.js";
+import { shownTools, templateInput } from "./template-input.js";
 import type { AppliedChatPlan } from "./types.js";
 
 /** Rule prefix of the response-schema tree beside the tools tree in one arena. */
 const SCHEMA_SIDE = "schema-answer-";
-
-/** The render request the template layer takes. */
-export function renderRequest(req: NormalizedApplyRequest, tools: readonly ChatTool[] | null): ChatRenderRequest {
-  return {
-    messages: req.messages,
-    ...(tools !== null ? { tools } : {}),
-    add_generation_prompt: req.addGenerationPrompt,
-    enable_thinking: req.enableThinking,
-    ...(req.chatTemplateKwargs !== undefined ? { chat_template_kwargs: req.chatTemplateKwargs } : {}),
-    bos_token: req.bosToken,
-    eos_token: req.eosToken,
-    now: req.now,
-    ...(req.jsonSchema !== null ? { json_schema: req.jsonSchema } : {}),
-    ...(req.referenceMode ? { reference_mode: true } : {}),
-  };
-}
-
-/** The tools as the prompt shows them: all of them, or the named one alone. */
-function shownTools(req: NormalizedApplyRequest): ChatTool[] | null {
-  if (req.tools === null || req.namedTool === null) return req.tools;
-  return req.tools.filter((t) => t.function.name === req.namedTool);
-}
 
 interface FamilyPlanner {
   plan(input: PlanInput): FamilyPlan;
@@ -72,37 +47,17 @@ function analysisPlanner(source: string, req: NormalizedApplyRequest): FamilyPla
 }
 
 /**
- * Earlier answers of the model in the conversation whose arguments are no JSON (a call cut by
- * max_tokens, text a parse failure kept): a template that reads arguments as objects gets them
- * closed where they were cut, or {} for text that is no JSON; the reference refuses such a
- * conversation. Templates that take the text render it as it is.
+ * The plan: the template input built once, the prompt rendered once, the generation prompt from
+ * the cache or from one more render, the shared part from the cache or built.
  */
-function historyWarnings(objectArguments: boolean, req: NormalizedApplyRequest, warnings: string[]): void {
-  if (!objectArguments) return;
-  req.messages.forEach((m, i) =>
-    (m.tool_calls ?? []).forEach((c, j) => {
-      const where = `messages[${i}].tool_calls[${j}].function.arguments`;
-      const json = closeCutJson(c.function.arguments);
-      if (json === undefined) warnings.push(`${where}: not JSON, and this template reads arguments as an object: it gets {}`);
-      else if (json.closed) warnings.push(`${where}: a cut JSON object; the template gets it closed as ${json.text}`);
-    }),
-  );
-}
-
 export function buildPlan(source: string, req: NormalizedApplyRequest): AppliedChatPlan {
-  const warnings: string[] = [];
+  const facts = templateFacts(source);
   const tools = shownTools(req);
+  const input = templateInput(facts, req, tools);
   // Render first: a template that does not render fails with its render error, not a probe's.
-  const render = renderRequest(req, tools);
-  const chat = renderChatPrompt(source, render, req.templateLimits);
-  const entry = planEntry(
-    source,
-    req,
-    () => (req.analysisOverrides === undefined ? detectFamily(patchTemplateSource(source)) : undefined),
-    () => templateCaps(patchTemplateSource(source)).supportsObjectArguments,
-  );
-  historyWarnings(entry.objectArguments, req, warnings);
-  const generationPrompt = generationPromptOf(entry, req, chat.prompt, () => renderGenerationPrompt(source, render, req.templateLimits));
+  const chat = renderInput(facts, input, req);
+  const entry = planEntry(facts, req);
+  const generationPrompt = generationPromptOf(entry, req, chat.prompt, () => generationPromptAfter(facts, input, req, chat));
   const rendered = { prompt: chat.prompt, generationPrompt };
   const variant = entry.family?.promptVariant?.(rendered.prompt, req) ?? "";
   const part = planPart(entry, `${generationPrompt}\0${variant}`, () => buildPart(source, req, tools, rendered, entry.family));
@@ -116,7 +71,7 @@ export function buildPlan(source: string, req: NormalizedApplyRequest): AppliedC
     preservedTokens: [...part.preservedTokens],
     additionalStops: [...part.additionalStops],
     thinkingEndTags: [...part.thinkingEndTags],
-    warnings: [...warnings, ...partWarnings],
+    warnings: [...input.warnings, ...partWarnings],
   };
 }
 
@@ -187,9 +142,4 @@ function buildPart(source: string, req: NormalizedApplyRequest, tools: ChatTool[
     warnings,
     parser,
   };
-}
-
-export function internalError(e: unknown): never {
-  if (e instanceof LlamapegError) throw e;
-  throw new LlamapegError("ERR_INTERNAL", `applyChatTemplate failed unexpectedly: ${(e as Error)?.message ?? String(e)}`, { where: "applyChatTemplate" });
 }

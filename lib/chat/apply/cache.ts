@@ -3,18 +3,22 @@
  * with new messages. Everything but the prompt comes from here then: the family (or the
  * template analysis), the generation prompt, the parser arena, its grammar, triggers and markers.
  *
- * - The key is the template and every request field that shapes the plan (not the messages).
+ * - The key is the template and every request field that shapes the plan (not the messages):
+ *   `PLAN_FIELDS` places each field of the checked request, so a new one fails to compile until
+ *   it is placed.
  * - The generation prompt is what the template adds for the assistant's turn; it is taken from the
  *   cache (per template, render options and kind of last message, so a new tool set on a known
  *   template finds it too) when the prompt rendered now ends with it: the tree built for it then
  *   parses and prefills exactly the text the prompt ends with. Else it is rendered again.
  * - The plan's tree and grammar are kept per generation prompt (and per family prompt variant).
- * Entries are dropped oldest first (32 requests shapes x 8 generation prompts).
+ * Entries are dropped least recently used first (32 request shapes x 8 generation prompts); all
+ * caches of the library, these among them, are emptied by `clearPlanCache` (lib/cache.ts).
  */
 import { createHash } from "node:crypto";
 
+import { BoundedCache, boundedCache, clearCaches } from "../../cache.js";
 import type { ChatFamily } from "../formats/family.js";
-import { clearReusedValues } from "../template/reuse.js";
+import type { TemplateFacts } from "../template-facts.js";
 import type { AppliedChatPlan } from "./types.js";
 import type { NormalizedApplyRequest } from "./request.js";
 
@@ -26,65 +30,80 @@ export interface PlanPart extends Omit<AppliedChatPlan, "prompt" | "promptSegmen
 
 export interface PlanEntry {
   family: ChatFamily | undefined;
-  /** The template reads tool-call arguments as objects (its probed capability). */
-  objectArguments: boolean;
   /** The template's hash (keys of the generation prompts). */
   templateHash: string;
   /** generation prompt + family variant -> the plan's shared part */
-  parts: Map<string, PlanPart>;
+  parts: BoundedCache<string, PlanPart>;
 }
 
 const ENTRIES = 32;
 const PARTS = 8;
-const entries = new Map<string, PlanEntry>();
+const entries = boundedCache<string, PlanEntry>(ENTRIES);
 /** template, render options and last-message kind -> generation prompt */
-const generationPrompts = new Map<string, string>();
+const generationPrompts = boundedCache<string, string>(ENTRIES * PARTS);
 
+/**
+ * Empties every cache of the library (lib/cache.ts): plans, generation prompts, template facts,
+ * analyses, parsed templates, compiled schemas, converted tools.
+ */
 export function clearPlanCache(): void {
-  entries.clear();
-  generationPrompts.clear();
-  // the converted tools the renderer keeps between renders (template/reuse.ts) go with the plans
-  clearReusedValues();
+  clearCaches();
+}
+
+/**
+ * Where each field of the checked request goes: "key", it shapes the plan (part of the cache key,
+ * in this order); "prompt", it shapes only the prompt (the messages, the clock, the render budget).
+ * A field added to `NormalizedApplyRequest` fails to compile until it is placed here.
+ */
+const PLAN_FIELDS = {
+  messages: "prompt",
+  tools: "key",
+  toolChoice: "key",
+  namedTool: "key",
+  callsOnly: "key",
+  parallelToolCalls: "key",
+  jsonSchema: "key",
+  // the degraded schema's warnings name it
+  jsonSchemaWhere: "key",
+  addGenerationPrompt: "key",
+  grammar: "key",
+  reasoningFormat: "key",
+  enableThinking: "key",
+  chatTemplateKwargs: "key",
+  bosToken: "key",
+  eosToken: "key",
+  now: "prompt",
+  analysisOverrides: "key",
+  templateLimits: "prompt",
+  referenceMode: "key",
+} as const satisfies Record<keyof NormalizedApplyRequest, "key" | "prompt">;
+
+type KeyField = { [K in keyof typeof PLAN_FIELDS]: (typeof PLAN_FIELDS)[K] extends "key" ? K : never }[keyof typeof PLAN_FIELDS];
+
+const KEY_FIELDS = (Object.keys(PLAN_FIELDS) as (keyof typeof PLAN_FIELDS)[]).filter((k): k is KeyField => PLAN_FIELDS[k] === "key");
+
+/** The request's projection on the fields that shape a plan. */
+export type PlanShape = Pick<NormalizedApplyRequest, KeyField>;
+
+export function planShape(req: NormalizedApplyRequest): PlanShape {
+  return Object.fromEntries(KEY_FIELDS.map((k) => [k, req[k]])) as PlanShape;
 }
 
 function planKey(templateHash: string, req: NormalizedApplyRequest): string {
+  const shape = planShape(req);
   const h = createHash("sha256").update(templateHash).update("\0");
-  // everything that shapes the plan; the messages (and the clock) only shape the prompt
-  h.update(
-    JSON.stringify([
-      req.tools,
-      req.toolChoice,
-      req.namedTool,
-      req.callsOnly,
-      req.parallelToolCalls,
-      req.jsonSchema,
-      req.grammar,
-      req.reasoningFormat,
-      req.enableThinking,
-      req.chatTemplateKwargs ?? null,
-      req.bosToken,
-      req.eosToken,
-      req.analysisOverrides ?? null,
-      req.addGenerationPrompt,
-      req.referenceMode,
-    ]),
-  );
+  h.update(JSON.stringify(KEY_FIELDS.map((k) => shape[k] ?? null)));
   return h.digest("hex");
 }
 
 /** The cache entry of this request's shape (created empty, with its family, when new). */
-export function planEntry(source: string, req: NormalizedApplyRequest, family: () => ChatFamily | undefined, objectArguments: () => boolean): PlanEntry {
-  const templateHash = createHash("sha256").update(source).digest("hex");
-  const key = planKey(templateHash, req);
-  let entry = entries.get(key);
-  if (entry !== undefined) {
-    entries.delete(key); // most recently used last
-  } else {
-    entry = { family: family(), objectArguments: objectArguments(), templateHash, parts: new Map() };
-    if (entries.size >= ENTRIES) entries.delete(entries.keys().next().value!);
-  }
-  entries.set(key, entry);
-  return entry;
+export function planEntry(facts: TemplateFacts, req: NormalizedApplyRequest): PlanEntry {
+  // analysis overrides always take the analysis path, even for a family's template
+  return entries.getOrSet(planKey(facts.hash, req), () => ({
+    family: req.analysisOverrides === undefined ? facts.family : undefined,
+    templateHash: facts.hash,
+    parts: new BoundedCache(PARTS),
+  }));
 }
 
 /** What the generation prompt may depend on: the template, its render options, whether tools are shown, the last message. */
@@ -100,18 +119,11 @@ export function generationPromptOf(entry: PlanEntry, req: NormalizedApplyRequest
   const cached = generationPrompts.get(key);
   if (cached !== undefined && req.addGenerationPrompt && prompt.endsWith(cached)) return cached;
   const generationPrompt = render();
-  if (generationPrompts.size >= ENTRIES * PARTS) generationPrompts.delete(generationPrompts.keys().next().value!);
   generationPrompts.set(key, generationPrompt);
   return generationPrompt;
 }
 
 /** The shared part for `key` (a generation prompt and variant), built once. */
 export function planPart(entry: PlanEntry, key: string, build: () => PlanPart): PlanPart {
-  let part = entry.parts.get(key);
-  if (part === undefined) {
-    part = build();
-    if (entry.parts.size >= PARTS) entry.parts.delete(entry.parts.keys().next().value!);
-    entry.parts.set(key, part);
-  }
-  return part;
+  return entry.parts.getOrSet(key, build);
 }

@@ -6,8 +6,8 @@
  * on top, what llama.cpp leaves to its server or does not do (named tool_choice, calls only, tools
  * together with a response schema, schema degradation). See docs/apply.md.
  */
-import { LlamapegError } from "../../errors.js";
-import { buildPlan, internalError } from "./build.js";
+import { LlamapegError, internalError } from "../../errors.js";
+import { buildPlan } from "./build.js";
 import { normalizeApplyRequest, type ApplyChatRequest, type NormalizedApplyRequest } from "./request.js";
 import type { AppliedChatPlan } from "./types.js";
 
@@ -30,6 +30,8 @@ export function applyNormalized(source: string, req: NormalizedApplyRequest): Ap
   try {
     return buildPlan(source, req);
   } catch (e) {
-    return internalError(e);
+    // a request or template error as it is; anything else is a bug
+    if (e instanceof LlamapegError) throw e;
+    throw internalError(`applyChatTemplate failed unexpectedly: ${(e as Error)?.message ?? String(e)}`, "applyChatTemplate");
   }
 }

@@ -8,12 +8,13 @@
  * a `schema` is given), `json_schema` its `json_schema.schema` (a JSON object when absent or
  * empty). llama.cpp's own `json_schema` field wins when both are given; empty, it constrains nothing.
  */
+import { boundedCache } from "../../cache.js";
 import { LlamapegError } from "../../errors.js";
 import { checkSchemaDepth, compileJsonSchema } from "../../json-schema/index.js";
 import type { TemplateAnalysisOverrides } from "../analysis/types.js";
 import { parseChatMessages, type ChatMessage } from "../messages.js";
 import type { ChatTool } from "../tools.js";
-import { type TemplateLimits, resolveLimits } from "../template/limits.js";
+import { type TemplateLimits, resolveLimits } from "../../jinja/index.js";
 
 export type ReasoningFormat = "none" | "auto" | "deepseek";
 
@@ -121,12 +122,23 @@ function optString(r: Record<string, unknown>, key: string): string | undefined 
   return v;
 }
 
-function checkMessages(value: unknown): ChatMessage[] {
+/**
+ * How strict the check is where the entries differ. A chat request (`applyChatTemplate`,
+ * `createChatCompletion`) takes OpenAI's five roles; a render (`renderChatTemplate`) takes any
+ * role, as llama.cpp's renderer does, since a template may define its own.
+ */
+export interface RequestRules {
+  anyRole: boolean;
+}
+
+const CHAT_RULES: RequestRules = { anyRole: false };
+
+function checkMessages(value: unknown, rules: RequestRules): ChatMessage[] {
   if (!Array.isArray(value)) invalid("messages must be an array", "messages");
   const messages = parseChatMessages(value, "messages");
   const calls = new Set<string>();
   messages.forEach((m, i) => {
-    if (!ROLES.has(m.role)) invalid(`unknown role ${JSON.stringify(m.role)} (expected system, developer, user, assistant or tool)`, `messages[${i}].role`);
+    if (!rules.anyRole && !ROLES.has(m.role)) invalid(`unknown role ${JSON.stringify(m.role)} (expected system, developer, user, assistant or tool)`, `messages[${i}].role`);
     if (m.tool_calls !== undefined && m.role !== "assistant") invalid(`only assistant messages carry tool calls (role is ${m.role})`, `messages[${i}].tool_calls`);
     for (const c of m.tool_calls ?? []) if (c.id !== "") calls.add(c.id);
     if (m.role === "tool") {
@@ -181,7 +193,7 @@ function checkToolChoice(value: unknown, tools: ChatTool[] | null): { toolChoice
 }
 
 /** Schemas (as JSON text) known to compile: a repeated request does not compile its schema again. */
-const compiled = new Set<string>();
+const compiled = boundedCache<string, true>(64);
 
 /** A schema that cannot be compiled at all is a request error (keywords the grammar cannot enforce are not). */
 function compiles(schema: Record<string, unknown> | null, where: string): Record<string, unknown> | null {
@@ -190,10 +202,9 @@ function compiles(schema: Record<string, unknown> | null, where: string): Record
   try {
     checkSchemaDepth(schema, "#"); // before JSON.stringify recurses over it
     text = JSON.stringify(schema);
-    if (compiled.has(text)) return schema;
+    if (compiled.get(text) !== undefined) return schema;
     compileJsonSchema(schema, { unsupported: "ignore", schemaMode: "reference" });
-    if (compiled.size >= 64) compiled.delete(compiled.values().next().value!);
-    compiled.add(text);
+    compiled.set(text, true);
   } catch (e) {
     if (e instanceof LlamapegError) throw new LlamapegError("ERR_INVALID_REQUEST", `${where}: ${e.message}`, { where, cause: e });
     throw e;
@@ -250,10 +261,10 @@ function kwargThinking(kwargs: Record<string, unknown> | undefined): boolean | u
   return v;
 }
 
-export function normalizeApplyRequest(request: ApplyChatRequest): NormalizedApplyRequest {
+export function normalizeApplyRequest(request: ApplyChatRequest, rules: RequestRules = CHAT_RULES): NormalizedApplyRequest {
   if (!isObject(request)) invalid("the request must be an object", "request");
   const req = request as unknown as Record<string, unknown>;
-  const messages = checkMessages(req.messages);
+  const messages = checkMessages(req.messages, rules);
   const tools = checkTools(req.tools);
   const { toolChoice, namedTool } = checkToolChoice(req.tool_choice, tools);
   const reasoningFormat = req.reasoning_format ?? "auto";

@@ -4,6 +4,7 @@
  * makes that one tool take any JSON object as arguments (with a warning). The other tools keep their
  * exact grammars.
  */
+import { boundedCache } from "../../cache.js";
 import { LlamapegError } from "../../errors.js";
 import { checkSchemaDepth, compileJsonSchema } from "../../json-schema/index.js";
 import type { ChatTool } from "../tools.js";
@@ -58,7 +59,7 @@ export function enforceableSchema(schema: Record<string, unknown>, where: string
 }
 
 /** Tool schemas already checked: JSON text -> the schema the grammar gets (null: as given) and the warnings. */
-const degraded = new Map<string, { schema: Record<string, unknown> | null; warnings: string[] }>();
+const degraded = boundedCache<string, { schema: Record<string, unknown> | null; warnings: string[] }>(1024);
 
 /** The tools with schemas the grammar can enforce (warnings added to `warnings`). */
 export function sanitizeToolSchemas(tools: readonly ChatTool[], warnings: string[]): ChatTool[] {
@@ -82,7 +83,6 @@ export function sanitizeToolSchemas(tools: readonly ChatTool[], warnings: string
         schema = { ...PERMISSIVE };
       }
       hit = { schema, warnings: own };
-      if (degraded.size >= 1024) degraded.delete(degraded.keys().next().value!);
       degraded.set(key, hit);
     }
     warnings.push(...hit.warnings);

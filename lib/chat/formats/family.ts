@@ -3,12 +3,13 @@
  * its template sees them, the plan it builds (the output tree, the grammar's mode, triggers and
  * markers), and, where its arguments are not JSON text, the mapper from its tree to a message.
  * Each family lives in one file of this folder (`registry.ts` lists them in detection order); the
- * template analysis path (`analysis.ts`) builds the same kind of plan for every other template.
+ * template analysis path (`../analysis/`, planned by `../apply/autoparser.ts`) builds the same kind of plan for every other template.
  */
+import type { Marks } from "../../jinja/index.js";
 import type { PegParser } from "../../peg/builder.js";
 import type { NormalizedApplyRequest } from "../apply/request.js";
 import type { ChatPegBuilder } from "../grammar/builder.js";
-import type { AssistantMessage } from "../messages.js";
+import type { AssistantMessage, ChatMessage } from "../messages.js";
 import type { GrammarTrigger } from "../plan.js";
 
 /** The reference's specialized formats (`common_chat_params_init_<family>`), in detection order. */
@@ -97,6 +98,12 @@ export interface ChatFamily {
   prepareMessages?(messages: JsonObject[], source: string): JsonObject[] | undefined;
   /** Extra template variables (DeepSeek V4 prints the response schema). */
   templateVariables?(source: string, request: { json_schema?: unknown }): JsonObject | undefined;
+  /** Rewrites the checked messages before they take the reference's JSON form (StepFun trims whitespace). */
+  rewriteChatMessages?(messages: ChatMessage[]): ChatMessage[];
+  /** Keeps the `developer` role, which becomes `system` for every other template (GPT-OSS). */
+  keepsDeveloperRole?: boolean;
+  /** Changes the rendered prompt, its input marks kept in step (GPT-OSS ends an inference prompt's last turn with `<|end|>`). */
+  finishPrompt?(prompt: string, marks: Marks, addGenerationPrompt: boolean): { prompt: string; marks: Marks };
   plan(input: PlanInput): FamilyPlan;
   /**
    * What of the rendered prompt, besides the generation prompt, the plan depends on (Gemma 4: a
@@ -107,3 +114,6 @@ export interface ChatFamily {
   /** The mapper of plans whose `format` is `mapper.format`. */
   mapper?: { format: string; map(ast: FormatAstView): AssistantMessage };
 }
+
+/** What the reference does to the input of a template it recognizes without a plan of its own (StepFun, quirks.ts). */
+export type TemplateQuirks = Pick<ChatFamily, "detect" | "rewriteChatMessages">;

@@ -2,11 +2,14 @@
  * Functionary v3.2: the prompt ends with `>>>`; the model names a recipient: `all\n` then content,
  * or `NAME\n{json}` for a call, each further recipient after another `>>>`. As
  * `common_chat_params_init_functionary_v3_2` but for those `>>>` (see below); the lazy grammar wakes
- * on `>>>` not followed by `all`.
+ * on `>>>` not followed by `all`, and (outside reference mode) on a call at the output's start.
  */
 import { toolParameters } from "../tools.js";
 import type { ChatFamily } from "./family.js";
 import { familyPlan, grammarMode, pattern, shapeOf, toolChoice } from "./helpers.js";
+
+/** A literal in an ECMAScript / std::regex pattern. */
+const escapeRegex = (text: string): string => text.replace(/[.^$|()*+?[\]{}\\]/g, "\\$&");
 
 export const functionaryV32: ChatFamily = {
   name: "functionary-v3.2",
@@ -40,7 +43,10 @@ export const functionaryV32: ChatFamily = {
         return { root: gen.then(body), callsOnly };
       },
       grammar: grammarMode(useTools, req.toolChoice === "auto"),
-      triggers: useTools ? [pattern(">>>(?!all)")] : [],
+      // Beyond the reference: the prompt ends with the first `>>>`, which a lazy sampler never
+      // sees (it searches the output), so a first recipient that is a call never started the
+      // grammar. Also wake on a function's name and newline at the very start of the output.
+      triggers: useTools ? [pattern(">>>(?!all)"), ...(req.referenceMode ? [] : [pattern(`^(?:${fns.map((f) => escapeRegex(f.name)).join("|")})\n`)])] : [],
       preservedTokens: [">>>all"],
       thinkingStartTag: "",
       thinkingEndTags: [],

@@ -5,7 +5,7 @@
  * turn is opened for the generation; older templates get tool results inside the assistant turn
  * (`tool_responses`). Its mapper (`common_chat_peg_gemma4_mapper`) rebuilds JSON arguments.
  */
-import { parseJsonText } from "../template/json-text.js";
+import { parseJsonText } from "../../jinja/index.js";
 import { emptyAssistantMessage, makeToolCall, type AssistantMessage } from "../messages.js";
 import { escapeJsonStringInner } from "../normalize.js";
 import { TAG } from "../tags.js";

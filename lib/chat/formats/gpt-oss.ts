@@ -4,9 +4,9 @@
  * (the answer); a call names its recipient ` to=functions.NAME` in the role or the channel header,
  * optionally with `<|constrain|>json`, then `<|message|>{json}`. As `common_chat_params_init_gpt_oss`;
  * the reference passes reasoning as `thinking` (and drops the content of a message with calls);
- * the template layer keeps its `developer` role and ends an inference prompt's last turn with
- * `<|end|>` (chat-context.ts, chat-render.ts).
+ * its `developer` role is kept, and an inference prompt's last turn ends with `<|end|>`.
  */
+import { sliceMarks } from "../../jinja/index.js";
 import type { PegParser } from "../../peg/builder.js";
 import { toolParameters } from "../tools.js";
 import type { ChatFamily } from "./family.js";
@@ -22,6 +22,17 @@ const TRIGGERS = [
 export const gptOss: ChatFamily = {
   name: "gpt-oss",
   detect: (src) => src.includes("<|channel|>"),
+  keepsDeveloperRole: true,
+
+  finishPrompt(prompt, marks, addGenerationPrompt) {
+    // during inference the last turn must end with <|end|>, not the training-time <|return|>
+    const at = addGenerationPrompt ? -1 : prompt.lastIndexOf("<|return|>");
+    if (at === -1) return { prompt, marks };
+    const after = at + "<|return|>".length;
+    const head = sliceMarks(marks, 0, at) ?? [];
+    const tail = (sliceMarks(marks, after, prompt.length) ?? []).map((x) => x + at + "<|end|>".length);
+    return { prompt: prompt.slice(0, at) + "<|end|>" + prompt.slice(after), marks: [...head, ...tail] };
+  },
 
   prepareMessages: (messages) =>
     messages.map((m) => {

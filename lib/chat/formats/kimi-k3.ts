@@ -51,8 +51,13 @@ export const kimiK3: ChatFamily = {
                 props.map(([key, schema]) => {
                   const type = typeof schema === "object" && schema !== null && typeof schema.type === "string" ? schema.type : "string";
                   const value = type === "string" ? p.toolArgStringValue(p.until(ARG_END)) : p.toolArgValue(p.until(ARG_END));
-                  // the trailing type="..." attribute is skipped: anything up to <|sep|>
-                  const arg = p.toolArg(p.seq(p.toolArgOpen(p.literal(ARG_START)), p.toolArgName(p.literal(key)), '"', p.until(SEP), SEP, value, p.toolArgClose(p.literal(ARG_END))));
+                  // The trailing type="..." attribute is skipped: anything up to <|sep|>. Beyond the
+                  // reference (whose grammar text reference mode keeps): the name shows with its
+                  // closing quote only (atomic), so of keys `a` and `ab`, `key="a` at the end of a
+                  // stream does not stream as `a` and then turn into `ab`.
+                  const arg = req.referenceMode
+                    ? p.toolArg(p.seq(p.toolArgOpen(p.literal(ARG_START)), p.toolArgName(p.literal(key)), '"', p.until(SEP), SEP, value, p.toolArgClose(p.literal(ARG_END))))
+                    : p.toolArg(p.seq(p.toolArgOpen(p.literal(ARG_START)), p.atomic(p.seq(p.toolArgName(p.literal(key)), '"')), p.until(SEP), SEP, value, p.toolArgClose(p.literal(ARG_END))));
                   return p.rule(`kimi-k3-arg-${fn.name}-${key}`, arg);
                 }),
               );

@@ -34,7 +34,7 @@ function lfm2Family(name: FamilyName, detect: (src: string) => boolean, toolList
           }
           const toolCalls = p.rule(
             "tool-calls",
-            p.triggerRule("tool-call", p.seq(CALL_START, pythonStyleToolCalls(p, { tools: req.tools ?? [], parallel: req.parallelToolCalls, allowJsonLiterals: true }), CALL_END)),
+            p.triggerRule("tool-call", p.seq(CALL_START, pythonStyleToolCalls(p, { tools: req.tools ?? [], parallel: req.parallelToolCalls, allowJsonLiterals: true, emptyArgs: !req.referenceMode, rawSingleQuoted: !req.referenceMode }), CALL_END)),
           );
           const content = p.content(p.until(CALL_START));
           return { root: p.seq(gen, reasoning, content, toolCalls, end), callsOnly: p.seq(gen, callsAfterReasoning(p, reasoning, toolCalls), end) };

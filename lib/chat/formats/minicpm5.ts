@@ -32,7 +32,7 @@ export const minicpm5: ChatFamily = {
             const argChoice = p.choice(
               specs.map((a) => {
                 // beyond the reference (reference_mode off): `True`/`False`/`None` as the template prints them
-                const python = req.referenceMode ? null : pythonLiteralValue(p, a.schema, false);
+                const python = req.referenceMode ? null : pythonLiteralValue(p, a.schema, true);
                 const value = a.isString
                   ? stringValue
                   : argumentValue(p, p.schema(p.json(), `tool-${fn.name}-arg-${a.name}-schema`, a.schema, false), () => p.toolArgClose(p.literal("</param>")), python);

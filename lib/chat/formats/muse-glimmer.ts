@@ -59,7 +59,15 @@ export const museGlimmer: ChatFamily = {
         return { root: p.seq(p.zeroOrMore(start.then(analysis)), start, p.alt(toolCalls, finalMsg.then(trailing))), callsOnly };
       },
       grammar: grammarMode(useTools, !required),
-      triggers: useTools ? [pattern("<\\|start\\|>assistant( to=(?!self<\\|message\\|>)(?!user<\\|message\\|>)[^<]*?<\\|message\\|>)")] : [],
+      // Beyond the reference (outside reference mode): the first message's `<|start|>assistant`
+      // is the generation prompt, which a lazy sampler never sees, so a call there never started
+      // the grammar; also wake on the recipient at the very start of the output.
+      triggers: useTools
+        ? [
+            pattern("<\\|start\\|>assistant( to=(?!self<\\|message\\|>)(?!user<\\|message\\|>)[^<]*?<\\|message\\|>)"),
+            ...(req.referenceMode ? [] : [pattern("^( to=(?!self<\\|message\\|>)(?!user<\\|message\\|>)[^<]*?<\\|message\\|>)")]),
+          ]
+        : [],
       preservedTokens: [
         "<|start|>", "<|message|>", "<|eom|>", "<|eot|>",
         "<atem:function_calls>", "<atem:invoke", "<atem:parameter", "</atem:parameter>", "</atem:invoke>", "</atem:function_calls>",

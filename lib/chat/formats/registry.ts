@@ -1,7 +1,7 @@
 /**
  * Every model family, in the reference's detection order (`common_chat_try_specialized_template`):
  * the first whose `detect` matches a template source handles it. A template no family claims goes
- * through the template analysis (`analysis.ts`).
+ * through the template analysis (`../analysis/`).
  */
 import { cohere2Moe } from "./cohere2-moe.js";
 import { deepseekV32 } from "./deepseek-v3-2.js";

@@ -283,6 +283,10 @@ export function tagJsonToolsParser(
   args: ToolArgumentsFormat,
   callId?: ToolCallIdFormat,
 ): ToolsTree {
+  // The analysis reads the id section's closing marker as the name's suffix too when the template
+  // writes an end marker after the JSON (Mistral Small 3.2 with eos `</s>`: name suffix `[ARGS]`,
+  // then `([CALL_ID] id)? [ARGS]`), which no call matches; the reference keeps both. Beyond it: once.
+  if (ctx.extended === true && hasCallId(callId, args.start) && callId.suffix !== "" && fn.nameSuffix === callId.suffix) fn = { ...fn, nameSuffix: "" };
   const choices = p.choice(
     toolFunctions(ctx.tools).map((f) => {
       let haveId = false;

@@ -13,6 +13,28 @@ export interface PythonToolsOptions {
   parallel: boolean;
   /** Values may also be JSON-cased `true`/`false`/`null`. */
   allowJsonLiterals: boolean;
+  /**
+   * A function with parameters may also be called with none, `name()` (its template prints a call
+   * whose optional arguments were all left out that way). Beyond the reference, whose rule needs
+   * one argument; default false.
+   */
+  emptyArgs?: boolean;
+  /**
+   * String parameters in single quotes are read raw, as a template that prints `'` + value + `'`
+   * writes them (LFM2.5): no escapes, a `'` inside the value is one not followed by `,`, `)`, a
+   * quote or whitespace (`'O'Brien'`), tabs and newlines as they are. Beyond the reference (whose
+   * Python string stops at the first quote); default false.
+   */
+  rawSingleQuoted?: boolean;
+}
+
+/** `'raw value'` as a tool-arg string value (see `rawSingleQuoted`); the arg's close ends the JSON string. */
+function rawSingleQuotedValue(p: ChatPegBuilder): PegParser {
+  // One string-value node per run: the empty one opens the JSON string (an empty value too); an
+  // inner quote is atomic, so a `'` at the end of a partial output (the closing one, so far) is not
+  // streamed as part of the value.
+  const inner = p.zeroOrMore(p.choice([p.toolArgStringValue(p.chars("[^']", 1, -1)), p.atomic(p.toolArgStringValue(p.seq("'", p.chars("[^,)' \\t\\n\\r]", 1, 1))))]));
+  return p.seq("'", p.toolArgStringValue(p.eps()), inner, "'");
 }
 
 /** Rule `python-or-json-value`: a Python value whose leaves also accept JSON literals. */
@@ -42,12 +64,15 @@ export function pythonStyleToolCalls(p: ChatPegBuilder, o: PythonToolsOptions): 
           props.map(([prop, schema]) => {
             const isString = schema !== null && typeof schema === "object" && schema.type === "string";
             const value = isString
-              ? p.toolArgValue(p.choice([p.seq('"', p.stringContent('"'), '"'), p.seq("'", p.stringContent("'"), "'")]))
+              ? o.rawSingleQuoted === true
+                ? p.choice([p.toolArgValue(p.seq('"', p.stringContent('"'), '"')), rawSingleQuotedValue(p)])
+                : p.toolArgValue(p.choice([p.seq('"', p.stringContent('"'), '"'), p.seq("'", p.stringContent("'"), "'")]))
               : p.toolArgValue(o.allowJsonLiterals ? pythonOrJsonValue(p) : p.pythonValue());
             return p.toolArg(p.seq(p.toolArgOpen(p.seq(p.toolArgName(p.literal(prop)), "=")), value, p.toolArgClose(p.eps())));
           }),
         );
         args = p.seq(argChoice, p.zeroOrMore(p.seq(",", p.space(), argChoice)));
+        if (o.emptyArgs === true) args = p.optional(args);
       }
       const tool = p.tool(p.seq(p.toolOpen(p.seq(p.toolName(p.literal(fn.name)), "(")), p.space(), p.toolArgs(args), p.space(), p.toolClose(p.literal(")"))));
       return p.rule(`tool-${fn.name}`, tool);
