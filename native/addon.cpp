@@ -8,6 +8,7 @@
 
 #include "addon.h"
 #include "context.h"
+#include "embedding.h"
 #include "generation.h"
 #include "log.h"
 #include "model.h"
@@ -75,6 +76,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("stopForExit", Napi::Function::New(env, StopForExit, "stopForExit"));
   exports.Set("systemInfo", Napi::Function::New(env, SystemInfo, "systemInfo"));
   exports.Set("llamaCppVersion", Napi::String::New(env, llama_version()));
+  exports.Set("NativeEmbeddingContext", lp::EmbeddingWrap::Define(env));
   lp::RegisterSystem(env, exports);
   return exports;
 }

@@ -54,6 +54,7 @@ std::shared_ptr<ContextCore> ContextCore::Create(Napi::Env env, const std::share
   core->recurrent_ = llama_model_is_recurrent(model->model) || llama_model_is_hybrid(model->model);
   core->needsCheckpoints_ = core->recurrent_ || (core->nSwa_ > 0 && !config.swaFull);
   core->checkpoints_.Configure(core->nSeq_, core->needsCheckpoints_ ? config.checkpoints : 0, config.checkpointBytes);
+  core->checkpointInterval_ = config.checkpointInterval;
   core->slots_.resize(core->nSeq_);
   core->batch_ = llama_batch_init(static_cast<int32_t>(core->batchSize_), 0, 1);
   // Poll level 50 is llama.cpp's default (common_cpu_params::poll); only ggml's own pool uses it.
@@ -278,6 +279,7 @@ Napi::Object ContextWrap::NewInstance(Napi::Env env, const std::shared_ptr<Model
   config.seed = U32(o, "seed", LLAMA_DEFAULT_SEED);
   if (o.Get("swaFull").IsBoolean()) config.swaFull = o.Get("swaFull").ToBoolean().Value();
   config.checkpoints = U32(o, "checkpoints", config.checkpoints);
+  config.checkpointInterval = U32(o, "checkpointInterval", config.checkpointInterval);
   if (o.Get("checkpointBytes").IsNumber()) config.checkpointBytes = static_cast<size_t>(o.Get("checkpointBytes").As<Napi::Number>().Int64Value());
   NativeError error;
   std::shared_ptr<ContextCore> core = ContextCore::Create(env, model, config, &error);

@@ -38,6 +38,7 @@ struct ContextConfig {
   bool swaFull = true;                  // llama_context_default_params' choice: full-size SWA cache
   uint32_t checkpoints = 8;             // per sequence, for memories that cannot trim
   size_t checkpointBytes = 256u << 20;  // for the whole context
+  uint32_t checkpointInterval = 1024;   // mid-prompt checkpoints at multiples of this position (0: none)
 };
 
 class ContextCore : public Stoppable, public std::enable_shared_from_this<ContextCore> {
@@ -117,11 +118,30 @@ class ContextCore : public Stoppable, public std::enable_shared_from_this<Contex
   bool WindowIntact(int32_t seq, size_t n);
   void ForgetCells(int32_t seq);  // the whole sequence: cells, mirror, checkpoints
   // Admit: when another sequence holds a longer common prefix, its cells are copied
-  // (llama_memory_seq_cp); the reused token count, or n when nothing was copied.
+  // (llama_memory_seq_cp; with checkpoints, that sequence's newest checkpoint within the prefix
+  // is restored into this one); the reused token count, or n when nothing was copied.
   size_t CopySharedPrefix(GenerationJob& job, size_t n);
+  // Admit, after CopySharedPrefix: when a prompt being decoded in another sequence shares more of
+  // this prompt than anything cached, this one waits for it (eight agents started at once with
+  // one system prompt decode it once).
+  void FollowSharedPrefix(GenerationJob& job);
+  // Step: true while the job waits for its leader; once it may go, copies what it shares.
+  bool Waiting(GenerationJob& job);
+  // Step: where this prompt chunk must end so a checkpoint can be taken after it (an interval
+  // position; the end of the prompt less one token); `end` when none lies before.
+  size_t ChunkEnd(const GenerationJob& job, size_t end) const;
+  // Decode: after a prompt chunk, whether its end is a checkpoint position.
+  bool CheckpointAfterChunk(const GenerationJob& job) const;
   void Decode();
   void Add(llama_token token, llama_pos pos, int32_t seq, bool logits);  // one token into batch_
   void SampleOne(GenerationJob& job);
+  // Speculative decoding (speculative.h; defined in speculative.cpp): fit the draft into `room`
+  // batch places (its pending token included), add it after the pending token at `at`, verify
+  // it after the decode, and draft after the pending token once it is known.
+  void TrimDraft(GenerationJob& job, int32_t room);
+  void AddDraft(GenerationJob& job, llama_pos at);
+  void VerifyDraft(GenerationJob& job);
+  void MakeDraft(GenerationJob& job);
   void End(GenerationJob& job, const char* reason, NativeError error = {});
   void FreeNative();
   static bool AbortCallback(void* data);
@@ -129,6 +149,7 @@ class ContextCore : public Stoppable, public std::enable_shared_from_this<Contex
   std::shared_ptr<ModelCore> model_;
   llama_context* ctx_ = nullptr;
   ThreadPools pools_;
+  ContentionGovernor governor_;  // thread counts per decode (threads.h)
   uint32_t cells_ = 0, sequenceSize_ = 0, batchSize_ = 0, nSeq_ = 1;
   bool kvUnified_ = false, canShift_ = false, needsCheckpoints_ = false, swaFull_ = true, recurrent_ = false;
   int32_t nSwa_ = 0;
@@ -155,6 +176,7 @@ class ContextCore : public Stoppable, public std::enable_shared_from_this<Contex
   std::vector<GenerationJob*> chosen_;      // this step's batch, before it is laid out by sequence id
   size_t rotate_ = 0;                       // first generating job this step (fairness)
   CheckpointStore checkpoints_;
+  size_t checkpointInterval_ = 0;
 };
 
 // What JS objects (the context, its sequences, running generations) hold: when the last one is

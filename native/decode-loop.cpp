@@ -129,6 +129,7 @@ void ContextCore::Admit(const std::shared_ptr<GenerationJob>& job) {
   job->stats.promptTokens = static_cast<uint32_t>(prompt.size());
   job->stats.reusedTokens = static_cast<uint32_t>(n);
   job->phase = GenerationJob::Phase::Prompt;
+  if (nSeq_ > 1) FollowSharedPrefix(*job);
 }
 
 size_t ContextCore::ReuseWithCheckpoints(GenerationJob& job, size_t n) {
@@ -137,8 +138,8 @@ size_t ContextCore::ReuseWithCheckpoints(GenerationJob& job, size_t n) {
   // restore the newest checkpoint at or before n and trim the full-attention cells to it.
   const std::vector<llama_token>& cached = slots_[static_cast<size_t>(job.seq)].tokens;
   llama_memory_t mem = llama_get_memory(ctx_);
-  const bool kept = n == cached.size() ? WindowIntact(job.seq, n)
-                                       : llama_memory_seq_rm(mem, job.seq, static_cast<llama_pos>(n), -1) && WindowIntact(job.seq, n);
+  // All of it: the live state continues as it is (llama.cpp keeps the window it needs).
+  const bool kept = n == cached.size() || (llama_memory_seq_rm(mem, job.seq, static_cast<llama_pos>(n), -1) && WindowIntact(job.seq, n));
   if (!kept) {
     const Checkpoint* cp = checkpoints_.Newest(job.seq, n);
     if (cp != nullptr && checkpoints_.Restore(ctx_, job.seq, *cp) &&
@@ -160,6 +161,7 @@ size_t ContextCore::CopySharedPrefix(GenerationJob& job, size_t n) {
   const std::vector<llama_token>& prompt = job.params.prompt;
   int32_t best = -1;
   size_t bestLen = n + kMinGain;
+  const Checkpoint* bestCp = nullptr;
   std::unique_lock<std::mutex> lock(mu_);  // the JS thread clears other sequences' mirrors
   for (size_t j = 0; j < slots_.size(); j++) {
     if (static_cast<int32_t>(j) == job.seq || !slots_[j].taken || slots_[j].retiring) continue;
@@ -167,11 +169,18 @@ size_t ContextCore::CopySharedPrefix(GenerationJob& job, size_t n) {
     size_t m = 0;
     while (m < other.size() && m < prompt.size() && other[m] == prompt[m]) m++;
     m = std::min(m, prompt.size() - 1);  // at least one token to decode, for its logits
-    // A recurrent state exists only at the other sequence's end: the prefix must be all of it.
-    if (recurrent_ && m != other.size()) continue;
+    const Checkpoint* cp = nullptr;
+    // A memory that cannot trim holds its state only at the other sequence's end: a shorter
+    // prefix starts from that sequence's newest checkpoint within it.
+    if (needsCheckpoints_ && m != other.size()) {
+      cp = checkpoints_.Newest(static_cast<int32_t>(j), m);
+      if (cp == nullptr) continue;
+      m = cp->nTokens;
+    }
     if (m >= bestLen) {
       best = static_cast<int32_t>(j);
       bestLen = m;
+      bestCp = cp;
     }
   }
   if (best < 0) return n;
@@ -181,18 +190,112 @@ size_t ContextCore::CopySharedPrefix(GenerationJob& job, size_t n) {
   llama_memory_t mem = llama_get_memory(ctx_);
   // All of the other sequence's cells, then trimmed: with split KV llama.cpp copies between
   // streams only whole (llama_kv_cache::seq_cp asserts otherwise); unified KV shares the cells.
+  // A recurrent state is shared until this sequence writes to it.
   llama_memory_seq_rm(mem, job.seq, -1, -1);
   checkpoints_.Clear(job.seq);
-  llama_memory_seq_cp(mem, best, job.seq, -1, -1);
+  bool copied = true;
+  if (bestCp != nullptr && nSwa_ > 0 && !swaFull_ && !kvUnified_) {
+    // Between split streams llama.cpp copies the buffers only at the next decode
+    // (llama_kv_cache::update), which would overwrite the SWA cells the checkpoint restores
+    // now: copy the other sequence's state through memory instead.
+    std::vector<uint8_t> state(llama_state_seq_get_size(ctx_, best));
+    copied = llama_state_seq_get_data(ctx_, state.data(), state.size(), best) == state.size() &&
+             llama_state_seq_set_data(ctx_, state.data(), state.size(), job.seq) == state.size();
+  } else {
+    llama_memory_seq_cp(mem, best, job.seq, -1, -1);
+  }
   std::vector<llama_token>& cached = slots_[static_cast<size_t>(job.seq)].tokens;
-  if (!llama_memory_seq_rm(mem, job.seq, static_cast<llama_pos>(bestLen), -1) || !WindowIntact(job.seq, bestLen)) {
+  const bool restored = copied && (bestCp == nullptr || checkpoints_.Restore(ctx_, job.seq, *bestCp));
+  // No window check: without a checkpoint the memory either trims anywhere or the copy is all of
+  // the other sequence (its live state); a checkpoint's SWA cells are the window its next token
+  // needs (llama.cpp writes the unmasked ones).
+  if (!restored || !llama_memory_seq_rm(mem, job.seq, static_cast<llama_pos>(bestLen), -1)) {
     ForgetCells(job.seq);
+    job.stats.checkpointTokens = 0;
     return 0;
   }
-  cached = std::move(shared);
+  {
+    std::lock_guard<std::mutex> guard(mu_);
+    cached = std::move(shared);
+  }
   job.stats.sharedTokens = static_cast<uint32_t>(bestLen);
-  job.stats.checkpointTokens = 0;
+  job.stats.checkpointTokens = bestCp != nullptr ? static_cast<uint32_t>(bestLen) : 0;
   return bestLen;
+}
+
+void ContextCore::FollowSharedPrefix(GenerationJob& job) {
+  constexpr size_t kMinGain = 32;  // as CopySharedPrefix
+  const std::vector<llama_token>& prompt = job.params.prompt;
+  std::shared_ptr<GenerationJob> leader;
+  size_t at = job.promptPos + kMinGain;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (Slot& slot : slots_) {
+      GenerationJob* other = slot.job.get();
+      // Leaders only among prompts being decoded that wait for nobody (no chains, no cycles).
+      if (other == nullptr || other == &job || other->phase != GenerationJob::Phase::Prompt || other->waitFor ||
+          other->abortRequested.load()) {
+        continue;
+      }
+      const std::vector<llama_token>& theirs = other->params.prompt;
+      size_t m = 0;
+      while (m < theirs.size() && m < prompt.size() && theirs[m] == prompt[m]) m++;
+      m = std::min(m, prompt.size() - 1);
+      // Past it already: CopySharedPrefix took what its cells or checkpoints offer.
+      if (m <= other->promptPos || m < at) continue;
+      leader = slot.job;
+      at = m;
+    }
+  }
+  if (!leader) return;
+  job.waitFor = std::move(leader);
+  job.waitAt = at;
+  // A memory that cannot trim needs the leader's state at exactly that point.
+  if (checkpoints_.enabled()) {
+    std::vector<size_t>& breaks = job.waitFor->breaks;
+    auto it = std::lower_bound(breaks.begin(), breaks.end(), at);
+    if (it == breaks.end() || *it != at) breaks.insert(it, at);
+  }
+}
+
+bool ContextCore::Waiting(GenerationJob& job) {
+  if (!job.waitFor) return false;
+  const GenerationJob& leader = *job.waitFor;
+  if (leader.phase == GenerationJob::Phase::Prompt && !leader.abortRequested.load() && leader.promptPos < job.waitAt) return true;
+  job.waitFor.reset();
+  const size_t n = CopySharedPrefix(job, job.promptPos);
+  job.promptPos = n;
+  job.stats.reusedTokens = static_cast<uint32_t>(n);
+  return false;
+}
+
+size_t ContextCore::ChunkEnd(const GenerationJob& job, size_t end) const {
+  if (!checkpoints_.enabled()) return end;
+  // The last prompt token goes in a batch of its own, so the state before it can be saved: the
+  // same prompt again (a retry) and the next turn restore it.
+  if (job.promptPos + 1 < end) end--;
+  if (checkpointInterval_ > 0) {
+    // Mid-prompt checkpoints at fixed positions, the same in every sequence: a later prompt that
+    // shares only part of this one (another agent with the same system prompt, an edited
+    // message) starts from the last one before it leaves.
+    const size_t next = (job.promptPos / checkpointInterval_ + 1) * checkpointInterval_;
+    if (next < end) end = next;
+  }
+  for (size_t at : job.breaks) {
+    if (at > job.promptPos) {
+      end = std::min(end, at);
+      break;
+    }
+  }
+  return end;
+}
+
+bool ContextCore::CheckpointAfterChunk(const GenerationJob& job) const {
+  if (!checkpoints_.enabled() || job.promptPos <= job.stats.reusedTokens) return false;
+  const size_t size = job.params.prompt.size();
+  if (job.promptPos + 1 == size) return true;
+  if (std::binary_search(job.breaks.begin(), job.breaks.end(), job.promptPos)) return true;
+  return job.promptPos < size && checkpointInterval_ > 0 && job.promptPos % checkpointInterval_ == 0;
 }
 
 bool ContextCore::WindowIntact(int32_t seq, size_t n) {
@@ -249,7 +352,8 @@ void ContextCore::Step(std::vector<std::shared_ptr<GenerationJob>>& active) {
   for (size_t k = 0; k < n; k++) {
     GenerationJob& job = *active[(rotate_ + k) % n];
     if (job.phase != GenerationJob::Phase::Generating || job.abortRequested.load()) continue;
-    const int32_t need = 1 + static_cast<int32_t>(job.forced.size());  // with its forced tokens
+    TrimDraft(job, (used > 0 ? std::min(genCapacity, capacity) : capacity) - used);
+    const int32_t need = 1 + static_cast<int32_t>(job.forced.size() + job.draft.size());  // with its forced or draft tokens
     if ((used > 0 && used + need > genCapacity) || used + need > capacity || job.WindowFull()) {
       stalled.push_back(&job);
       continue;
@@ -268,11 +372,8 @@ void ContextCore::Step(std::vector<std::shared_ptr<GenerationJob>>& active) {
   for (auto& ptr : active) {
     GenerationJob& job = *ptr;
     if (used >= capacity) break;
-    if (job.phase != GenerationJob::Phase::Prompt || job.abortRequested.load()) continue;
-    size_t end = job.params.prompt.size();
-    // With checkpoints the last prompt token goes in a batch of its own, so the state before it
-    // can be saved: the same prompt again (a retry) and the next turn restore it.
-    if (checkpoints_.enabled() && job.promptPos + 1 < end) end--;
+    if (job.phase != GenerationJob::Phase::Prompt || job.abortRequested.load() || Waiting(job)) continue;
+    const size_t end = ChunkEnd(job, job.params.prompt.size());
     job.batchTokens = static_cast<uint32_t>(std::min<size_t>(static_cast<size_t>(capacity - used), end - job.promptPos));
     chosen.push_back(&job);
     used += static_cast<int32_t>(job.batchTokens);
@@ -288,6 +389,7 @@ void ContextCore::Step(std::vector<std::shared_ptr<GenerationJob>>& active) {
       Add(job->pending, at, job->seq, job->forced.empty());
       for (size_t i = 0; i < job->forced.size(); i++) Add(job->forced[i], at + 1 + static_cast<llama_pos>(i), job->seq, i + 1 == job->forced.size());
       job->batchIndex = batch_.n_tokens - 1;
+      AddDraft(*job, at + 1);  // (only without forced tokens: the pending token's logits come first)
     } else {
       const std::vector<llama_token>& prompt = job->params.prompt;
       for (uint32_t i = 0; i < job->batchTokens; i++) {
@@ -312,6 +414,7 @@ void ContextCore::Add(llama_token token, llama_pos pos, int32_t seq, bool logits
 }
 
 void ContextCore::Decode() {
+  governor_.Apply(ctx_, threads_, threadsBatch_);
   const int rc = llama_decode(ctx_, batch_);
   std::vector<GenerationJob*> jobs;
   jobs.swap(inBatch_);  // the abort callback looks at inBatch_ only during llama_decode
@@ -346,9 +449,7 @@ void ContextCore::Decode() {
       cached.insert(cached.end(), prompt.begin() + static_cast<std::ptrdiff_t>(job->promptPos),
                     prompt.begin() + static_cast<std::ptrdiff_t>(job->promptPos + job->batchTokens));
       job->promptPos += job->batchTokens;
-      if (checkpoints_.enabled() && job->promptPos + 1 == prompt.size() && job->promptPos > job->stats.reusedTokens) {
-        checkpoints_.Take(ctx_, job->seq, job->promptPos);
-      }
+      if (CheckpointAfterChunk(*job)) checkpoints_.Take(ctx_, job->seq, job->promptPos);
       if (job->promptPos == prompt.size()) {
         job->stats.promptMs = MsSince(job->started);
         job->generateStarted = Clock::now();
@@ -357,7 +458,14 @@ void ContextCore::Decode() {
     }
   }
   for (GenerationJob* job : jobs) {
-    if (job->batchIndex >= 0 && job->phase == GenerationJob::Phase::Generating) SampleOne(*job);
+    if (job->batchIndex >= 0 && job->phase == GenerationJob::Phase::Generating) {
+      if (job->draft.empty()) {
+        SampleOne(*job);
+      } else {
+        VerifyDraft(*job);
+      }
+      MakeDraft(*job);
+    }
   }
 }
 
@@ -375,6 +483,17 @@ void ContextCore::SampleOne(GenerationJob& job) {
     if (p.maxTokens >= 0) room = std::min<size_t>(room, static_cast<size_t>(p.maxTokens - job.stats.generatedTokens));
     return room;
   };
+  if (job.budget && job.budget->Forcing()) {
+    // The reasoning budget is spent: its end marker goes into the next batch, not a sample.
+    bool started = false;
+    if (!StartBudgetForced(job, vocab, forcedRoom(0), &started, &err)) return End(job, "abort", err);
+    job.stats.sampleMs += MsSince(s0);
+    if (started) {
+      if (p.maxTokens >= 0 && job.stats.generatedTokens >= p.maxTokens) return End(job, "length");
+      return;
+    }
+    s0 = Clock::now();
+  }
   if (p.fastForward && !job.sampledOnce) {
     // Text forced right after the prompt goes into the next batch instead of a sampled token.
     job.sampledOnce = true;
@@ -426,6 +545,8 @@ void ContextCore::End(GenerationJob& job, const char* reason, NativeError error)
       checkpoints_.Take(ctx_, job.seq, held);
     }
   }
+  job.waitFor.reset();
+  if (job.budget) job.stats.reasoningTokens = job.budget->reasoningTokens();
   job.stats.stopReason = reason;
   job.error = std::move(error);
   job.sampler.reset();  // grammar state freed here, with the model still loaded

@@ -83,4 +83,36 @@ bool StartForced(GenerationJob& job, const llama_vocab* vocab, llama_token last,
   return true;
 }
 
+bool StartBudgetForced(GenerationJob& job, const llama_vocab* vocab, size_t maxTokens, bool* started, NativeError* error) {
+  *started = false;
+  std::vector<llama_token> tokens = job.budget->Remaining();
+  if (tokens.size() > maxTokens) tokens.resize(maxTokens);
+  const GenerationParams& p = job.params;
+  const bool logprobs = job.sampler->wantsLogprobs();
+  std::vector<llama_token> taken;
+  for (llama_token t : tokens) {
+    if (!job.sampler->GrammarAdmits(t, error)) {
+      if (!error->ok()) return false;
+      break;
+    }
+    if (!job.sampler->Accept(t, error)) return false;
+    taken.push_back(t);
+    TokenExtra extra;
+    if (logprobs) {
+      extra.ids.push_back(t);
+      extra.values.push_back(0.0f);
+    }
+    job.Emit(t, TokenToPiece(vocab, t, p.special || std::binary_search(p.preserved.begin(), p.preserved.end(), t)), logprobs ? &extra : nullptr, true);
+  }
+  // Refused by the grammar, or no room left in the sequence: the model goes on by itself.
+  if ((taken.size() < tokens.size() || tokens.empty()) && job.budget->Forcing()) job.budget->GiveUp();
+  if (taken.empty()) return true;
+  job.stats.generatedTokens += static_cast<uint32_t>(taken.size());
+  job.stats.reasoningForcedTokens += static_cast<uint32_t>(taken.size());
+  job.pending = taken.front();
+  job.forced.assign(taken.begin() + 1, taken.end());
+  *started = true;
+  return true;
+}
+
 }  // namespace lp

@@ -30,4 +30,10 @@ bool QueueForced(GenerationJob& job, const llama_vocab* vocab, llama_token sampl
 // sampled token. *started false: nothing forced, sample as usual.
 bool StartForced(GenerationJob& job, const llama_vocab* vocab, llama_token last, size_t maxTokens, bool* started, NativeError* error);
 
+// The spent reasoning budget's forced tokens (reasoning-budget.h), as far as maxTokens and the
+// grammar allow, as the next batch (job.pending and job.forced, emitted marked forced) instead of
+// a sampled token. A token the grammar refuses ends the forcing (the model goes on). *started
+// false: nothing forced, sample as usual.
+bool StartBudgetForced(GenerationJob& job, const llama_vocab* vocab, size_t maxTokens, bool* started, NativeError* error);
+
 }  // namespace lp

@@ -33,6 +33,7 @@ double Num(Napi::Object o, const char* key, double fallback) {
 // The loop's side
 
 void GenerationJob::Emit(llama_token token, const std::string& piece, const TokenExtra* extra, bool forced) {
+  if (budget) budget->Observe(token, piece);
   std::lock_guard<std::mutex> lock(mu);
   outTokens.push_back(token);
   if (forced || !outForced.empty()) {
@@ -169,6 +170,10 @@ void CallJsBatchImpl(Napi::Env env, Napi::Function fn, GenerationJob* job) {
     o.Set("stalledSteps", s.stalledSteps);
     o.Set("forcedTokens", s.forcedTokens);
     o.Set("forcedRuns", s.forcedRuns);
+    o.Set("draftTokens", s.draftTokens);
+    o.Set("draftAcceptedTokens", s.draftAcceptedTokens);
+    o.Set("reasoningTokens", s.reasoningTokens);
+    o.Set("reasoningForcedTokens", s.reasoningForcedTokens);
     o.Set("queueMs", s.queueMs);
     o.Set("promptMs", s.promptMs);
     o.Set("generateMs", s.generateMs);
@@ -225,6 +230,44 @@ std::shared_ptr<GenerationJob> CreateGeneration(Napi::Env env, const llama_vocab
   p.flushMs = Num(o, "flushMs", p.flushMs);
   p.windowTokens = std::max<uint32_t>(p.flushTokens, static_cast<uint32_t>(Num(o, "windowTokens", p.windowTokens)));
   p.fastForward = o.Get("fastForward").ToBoolean().Value();
+  if (o.Get("speculative").IsObject()) {
+    Napi::Object so = o.Get("speculative").As<Napi::Object>();
+    p.draft.draftMax = static_cast<uint32_t>(std::clamp(Num(so, "draftMax", 0), 0.0, 4096.0));
+    p.draft.draftMin = static_cast<uint32_t>(std::clamp(Num(so, "draftMin", 1), 1.0, 4096.0));
+    p.draft.ngramMin = static_cast<uint32_t>(std::clamp(Num(so, "ngramMin", 2), 1.0, 4096.0));
+    p.draft.ngramMax = static_cast<uint32_t>(std::clamp(Num(so, "ngramMax", 4), static_cast<double>(p.draft.ngramMin), 4096.0));
+  }
+
+  if (o.Get("reasoningBudget").IsObject()) {
+    Napi::Object ro = o.Get("reasoningBudget").As<Napi::Object>();
+    auto tokens = [&](Napi::Value v, const char* what) {
+      std::vector<llama_token> out;
+      if (!v.IsTypedArray() || v.As<Napi::TypedArray>().TypedArrayType() != napi_int32_array) return out;
+      Napi::Int32Array a = v.As<Napi::Int32Array>();
+      for (size_t i = 0; i < a.ElementLength(); i++) {
+        if (a[i] < 0 || a[i] >= nVocab) Throw(env, "ERR_INVALID_ARGUMENT", std::string("reasoningBudget.") + what + " token " + std::to_string(a[i]) + " is outside the vocabulary");
+        out.push_back(a[i]);
+      }
+      return out;
+    };
+    auto lists = [&](Napi::Value v, const char* what) {
+      std::vector<std::vector<llama_token>> out;
+      if (!v.IsArray()) return out;
+      Napi::Array a = v.As<Napi::Array>();
+      for (uint32_t i = 0; i < a.Length(); i++) {
+        std::vector<llama_token> seq = tokens(a.Get(i), what);
+        if (!seq.empty()) out.push_back(std::move(seq));
+      }
+      return out;
+    };
+    ReasoningBudgetParams& r = p.reasoning;
+    r.budget = static_cast<int32_t>(std::clamp(Num(ro, "tokens", -1), -1.0, 2147483647.0));
+    r.start = lists(ro.Get("start"), "start");
+    r.end = lists(ro.Get("end"), "end");
+    r.forced = tokens(ro.Get("forced"), "forced");
+    r.open = ro.Get("open").ToBoolean().Value();
+    if (r.budget >= 0 && !r.end.empty()) job->budget = std::make_unique<ReasoningBudget>(r);
+  }
 
   SamplingParams sp;
   sp.temperature = static_cast<float>(Num(o, "temperature", sp.temperature));

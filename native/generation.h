@@ -15,7 +15,9 @@
 #include <vector>
 
 #include "common.h"
+#include "reasoning-budget.h"
 #include "sampling.h"
+#include "speculative.h"
 
 namespace lp {
 
@@ -34,6 +36,8 @@ struct GenerationParams {
   double flushMs = 5.0;                   // ...or this long after the last hand-off
   uint32_t windowTokens = 256;            // at most this many tokens produced but not released
   bool fastForward = false;               // forced text decoded in one batch (forced-tokens.h)
+  DraftParams draft;                      // prompt-lookup speculation (speculative.h); off by default
+  ReasoningBudgetParams reasoning;        // reasoning budget (reasoning-budget.h); off by default
 };
 
 struct GenerationStats {
@@ -49,6 +53,10 @@ struct GenerationStats {
   uint32_t stalledSteps = 0;              // decode steps without its next token (window or batch full)
   uint32_t forcedTokens = 0;              // of generatedTokens: forced by the grammar, not sampled
   uint32_t forcedRuns = 0;                // batches that carried forced tokens
+  uint32_t draftTokens = 0;               // drafted and decoded for verification (speculative.h)
+  uint32_t draftAcceptedTokens = 0;       // of those: produced by the sampler as drafted and kept
+  uint32_t reasoningTokens = 0;           // emitted inside reasoning blocks (with a reasoning budget)
+  uint32_t reasoningForcedTokens = 0;     // of generatedTokens: forced by the spent reasoning budget
   double queueMs = 0;                     // from generate() until the loop took it up
   double promptMs = 0;
   double generateMs = 0;
@@ -76,6 +84,7 @@ struct GenerationJob : std::enable_shared_from_this<GenerationJob> {
   int32_t seq = 0;
   GenerationParams params;
   std::unique_ptr<Sampler> sampler;       // used and freed by the decode loop
+  std::unique_ptr<ReasoningBudget> budget; // with params.reasoning.budget >= 0 (loop thread)
   GenerationTsfn tsfn;
   std::chrono::steady_clock::time_point submitted;
 
@@ -84,10 +93,17 @@ struct GenerationJob : std::enable_shared_from_this<GenerationJob> {
   size_t promptPos = 0;                   // prompt tokens in the cache
   llama_token pending = LLAMA_TOKEN_NULL; // sampled, emitted, not yet decoded
   std::vector<llama_token> forced;        // forced after `pending`, emitted, decoded with it
+  std::vector<llama_token> draft;         // drafted after `pending` (not emitted), verified with it
   int32_t batchIndex = -1;                // position of its logits in the current batch
   uint32_t batchTokens = 0;               // tokens it put into the current batch
   std::chrono::steady_clock::time_point started, generateStarted;
   bool sampledOnce = false;
+  // Shared prefixes (context.h, FollowSharedPrefix): a prompt that another sequence's prompt,
+  // being decoded now, shares further than anything cached waits until that one reaches waitAt,
+  // then copies it. `breaks`: where this prompt's chunks end for a follower's checkpoint.
+  std::shared_ptr<GenerationJob> waitFor;
+  size_t waitAt = 0;
+  std::vector<size_t> breaks;             // ascending
 
   std::atomic<bool> abortRequested{false};
   bool tsfnAlive = true;                  // JS thread only

@@ -63,6 +63,7 @@ class Sampler {
   bool Accept(llama_token token, NativeError* error);
 
   const grammar::GrammarState* grammarState() const { return grammar_.get(); }
+  grammar::GrammarState* mutableGrammarState() { return grammar_.get(); }  // speculative.h's draft check
   // Fast-forward (native/forced-tokens.h): the grammar's forced text from here, and its
   // single-token check. Without a grammar: nothing is forced.
   std::string ForcedBytes(size_t maxBytes) { return grammar_ ? grammar_->ForcedBytes(maxBytes) : std::string(); }

@@ -3,11 +3,18 @@
 #include <ggml-backend.h>
 #include <ggml-cpu.h>
 
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <set>
 #include <string>
 #include <thread>
 
+#if defined(__linux__)
+#include <unistd.h>
+#endif
 #if defined(__APPLE__)
 #include <sys/sysctl.h>
 #include <sys/types.h>
@@ -40,6 +47,57 @@ int32_t PhysicalCores() {
 }
 
 ThreadPools::~ThreadPools() { Free(); }
+
+int32_t RunnableTasks() {
+#if defined(__linux__)
+  FILE* f = std::fopen("/proc/loadavg", "r");
+  if (f == nullptr) return -1;
+  double a, b, c;
+  int running = -1, total = 0;
+  const int n = std::fscanf(f, "%lf %lf %lf %d/%d", &a, &b, &c, &running, &total);
+  std::fclose(f);
+  return n == 5 ? running : -1;
+#else
+  return -1;
+#endif
+}
+
+ContentionGovernor::ContentionGovernor() {
+  const char* env = std::getenv("LLAMAPEG_ADAPT_THREADS");
+  enabled_ = !(env != nullptr && std::strcmp(env, "0") == 0) && RunnableTasks() >= 0;
+#if defined(__linux__)
+  const long online = sysconf(_SC_NPROCESSORS_ONLN);
+  cores_ = online > 0 ? static_cast<int32_t>(online) : 1;
+#endif
+}
+
+void ContentionGovernor::Apply(llama_context* ctx, int32_t threads, int32_t threadsBatch) {
+  if (enabled_ && (threads > 1 || threadsBatch > 1)) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= next_) {
+      next_ = now + std::chrono::milliseconds(50);
+      const int32_t runnable = RunnableTasks();
+      // this thread is one of them, and our other compute threads may still be spinning
+      const int32_t others = runnable - std::max(threads, threadsBatch);
+      const bool busy = runnable >= 0 && others > cores_ - std::max(threads, threadsBatch);
+      if (busy) {
+        contended_ = true;
+        quietReads_ = 0;
+      } else if (contended_ && ++quietReads_ >= 3) {
+        contended_ = false;
+      }
+    }
+  } else {
+    contended_ = false;
+  }
+  const int32_t t = contended_ ? 1 : threads;
+  const int32_t tb = contended_ ? 1 : threadsBatch;
+  if (t != applied_ || tb != appliedBatch_) {
+    llama_set_n_threads(ctx, t, tb);
+    applied_ = t;
+    appliedBatch_ = tb;
+  }
+}
 
 bool ThreadPools::Attach(llama_context* ctx, int32_t threads, int32_t threadsBatch, uint32_t poll) {
   // Through the backend registry, as llama.cpp does: works when ggml's CPU backend is a loadable

@@ -89,58 +89,141 @@ PositionClasses::PositionClasses(const llama_grammar_rules& rules) : rules_(rule
     }
   }
   // Refine by successor and, for references, by the referenced rule's alternatives, until stable.
-  // A signature packs three 21-bit fields: (class, successor's class or kNoSucc, referenced rule's
-  // class + 1 or 0). Class ids are below the number of positions and rule ids below the number of
-  // rules (every rule holds at least its END), so n < kNoSucc keeps every field in range.
-  constexpr uint64_t kNoSucc = (1u << 21) - 1;
+  // A worklist (Moore's refinement restricted to what changed): only positions whose successor or
+  // referenced rule changed class last round are looked at again, and a class splits off only the
+  // members whose key left the class's key. A nest of N rules (x{0,N}) splits one level per round,
+  // so the old full rounds cost N x positions; this costs about the positions once.
+  constexpr uint32_t kNone = UINT32_MAX;
   uint32_t classes = static_cast<uint32_t>(ids.size());
-  if (n >= kNoSucc) {
-    for (uint32_t g = 0; g < n; g++) class_[g] = g;
-    count_ = n;
-    return;
+  std::vector<uint32_t> pred(n, kNone);   // the position whose successor this is (at most one)
+  std::vector<uint32_t> altOf(n, kNone);  // the rule this position starts an alternative of
+  std::vector<std::vector<uint32_t>> users(nr);  // positions referencing each rule
+  std::vector<uint32_t> refOf(n, kNone);         // the rule a position references
+  for (uint32_t g = 0; g < n; g++) {
+    if (succ[g] != UINT32_MAX && succ[g] < n) pred[succ[g]] = g;
   }
-  uint64_t work = 0;
-  std::unordered_map<uint64_t, uint32_t> packed;
-  packed.reserve(n * 2 + 16);
+  for (size_t r = 0; r < nr; r++) {
+    for (uint32_t a : altStarts[r]) altOf[a] = static_cast<uint32_t>(r);
+    const auto& rule = rules[r];
+    for (size_t i = 0; i < rule.size(); i++) {
+      if (rule[i].type == LLAMA_GRETYPE_RULE_REF && rule[i].value < nr) {
+        users[rule[i].value].push_back(ruleStart_[r] + static_cast<uint32_t>(i));
+        refOf[ruleStart_[r] + static_cast<uint32_t>(i)] = rule[i].value;
+      }
+    }
+  }
+  // rule signature (its alternatives' classes) -> id; kept across rounds (class ids are never
+  // reused, so an entry still matching is still right)
   std::vector<uint32_t> ruleClass(nr, 0);
-  std::vector<uint32_t> next(n, 0);
-  bool stable = false;
-  while (!stable) {
-    work += n;
+  auto ruleSig = [&](size_t r) {
+    std::vector<uint32_t> sig;
+    sig.reserve(altStarts[r].size());
+    for (uint32_t a : altStarts[r]) sig.push_back(class_[a]);
+    return idOf(std::move(sig));
+  };
+  ids.clear();
+  for (size_t r = 0; r < nr; r++) ruleClass[r] = ruleSig(r);
+  std::vector<uint32_t> size(classes, 0);
+  for (uint32_t g = 0; g < n; g++) size[class_[g]]++;
+  std::vector<uint64_t> classKey(classes, 0);
+  auto keyOf = [&](uint32_t g) {
+    const uint64_t succClass = succ[g] == UINT32_MAX ? kNone : class_[succ[g]];
+    const uint64_t ref = refOf[g] == kNone ? 0 : ruleClass[refOf[g]] + 1ULL;
+    return succClass | (ref << 32);
+  };
+  std::vector<uint32_t> dirty;
+  for (uint32_t g = 0; g < n; g++) {
+    if (class_[g] != 0) dirty.push_back(g);
+  }
+  std::vector<uint32_t> stamp(n, 0);
+  std::vector<uint32_t> ruleStamp(nr, 0);
+  uint32_t round = 0;
+  uint64_t work = 0;
+  struct Item {
+    uint32_t cls;
+    uint64_t key;
+    uint32_t g;
+    bool operator<(const Item& o) const { return cls != o.cls ? cls < o.cls : key != o.key ? key < o.key : g < o.g; }
+  };
+  std::vector<Item> items;
+  std::vector<uint32_t> moved;
+  std::vector<uint32_t> dirtyRules;
+  while (!dirty.empty()) {
+    work += dirty.size();
     if (work > kMaxWork) {
       for (uint32_t g = 0; g < n; g++) class_[g] = g;
       count_ = n;
       return;
     }
-    ids.clear();
-    for (size_t r = 0; r < nr; r++) {
-      std::vector<uint32_t> sig;
-      sig.reserve(altStarts[r].size());
-      for (uint32_t a : altStarts[r]) sig.push_back(class_[a]);
-      ruleClass[r] = idOf(std::move(sig));
-    }
-    packed.clear();
-    uint32_t fresh = 1;  // 0 stays the end of a sequence
-    for (size_t r = 0; r < nr; r++) {
-      const auto& rule = rules[r];
-      for (size_t i = 0; i < rule.size(); i++) {
-        const uint32_t g = ruleStart_[r] + static_cast<uint32_t>(i);
-        if (class_[g] == 0) {
-          next[g] = 0;
-          continue;
+    round++;
+    items.clear();
+    for (uint32_t g : dirty) items.push_back({class_[g], keyOf(g), g});
+    std::sort(items.begin(), items.end());
+    moved.clear();
+    for (size_t i = 0; i < items.size();) {
+      size_t j = i;
+      while (j < items.size() && items[j].cls == items[i].cls) j++;
+      const uint32_t c = items[i].cls;
+      const bool othersStay = size[c] > j - i;  // members not looked at keep the class's key
+      // the key that keeps the class id: the untouched members' key, else the largest group's
+      uint64_t keeper = classKey[c];
+      if (!othersStay) {
+        size_t best = 0;
+        for (size_t a = i; a < j;) {
+          size_t b = a;
+          while (b < j && items[b].key == items[a].key) b++;
+          if (b - a > best) {
+            best = b - a;
+            keeper = items[a].key;
+          }
+          a = b;
         }
-        uint64_t succClass = succ[g] == UINT32_MAX ? kNoSucc : class_[succ[g]];
-        uint64_t ref = (rule[i].type == LLAMA_GRETYPE_RULE_REF && rule[i].value < nr) ? ruleClass[rule[i].value] + 1 : 0;
-        uint64_t key = static_cast<uint64_t>(class_[g]) | (succClass << 21) | (ref << 42);
-        auto it = packed.find(key);
-        if (it == packed.end()) it = packed.emplace(key, fresh++).first;
-        next[g] = it->second;
+        classKey[c] = keeper;
+      }
+      for (size_t a = i; a < j;) {
+        size_t b = a;
+        while (b < j && items[b].key == items[a].key) b++;
+        if (items[a].key != keeper) {
+          const uint32_t fresh = classes++;
+          size.push_back(static_cast<uint32_t>(b - a));
+          classKey.push_back(items[a].key);
+          size[c] -= static_cast<uint32_t>(b - a);
+          for (size_t k = a; k < b; k++) {
+            class_[items[k].g] = fresh;
+            moved.push_back(items[k].g);
+          }
+        }
+        a = b;
+      }
+      i = j;
+    }
+    // what looks at a moved position: its predecessor, and (through the rule's signature) the
+    // references to the rule whose alternative it starts
+    dirty.clear();
+    dirtyRules.clear();
+    for (uint32_t g : moved) {
+      const uint32_t p = pred[g];
+      if (p != kNone && class_[p] != 0 && stamp[p] != round) {
+        stamp[p] = round;
+        dirty.push_back(p);
+      }
+      const uint32_t r = altOf[g];
+      if (r != kNone && ruleStamp[r] != round) {
+        ruleStamp[r] = round;
+        dirtyRules.push_back(r);
       }
     }
-    const uint32_t refined = fresh;
-    stable = refined == classes;
-    classes = refined;
-    class_.swap(next);
+    for (uint32_t r : dirtyRules) {
+      const uint32_t id = ruleSig(r);
+      if (id == ruleClass[r]) continue;
+      ruleClass[r] = id;
+      for (uint32_t u : users[r]) {
+        if (class_[u] != 0 && stamp[u] != round) {
+          stamp[u] = round;
+          dirty.push_back(u);
+        }
+      }
+    }
   }
   count_ = classes;
 }

@@ -1,0 +1,42 @@
+// Prompt-lookup (n-gram) speculative decoding, no second model. After each sampled token the
+// sequence's history (prompt + output) is searched for the most recent earlier occurrence of its
+// last n tokens; the tokens that followed it there are the draft. The draft is decoded in the same
+// batch as the sampled token, with logits at every position, and kept as far as the target's own
+// sampler, run on those logits in order, produces it token for token (so greedy and seeded output
+// is the output without a draft, wherever a batch computes the same logits as one-token steps).
+// Mirrors llama.cpp's common_ngram_simple_draft (common/ngram-map.cpp) for the draft and
+// common_sampler_sample_and_accept_n (common/sampling.cpp) for the verification; the decode
+// loop's part is ContextCore::{TrimDraft, AddDraft, VerifyDraft, MakeDraft} (speculative.cpp).
+#pragma once
+
+#include <llama.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace lp {
+
+namespace grammar {
+class GrammarState;
+}
+
+struct DraftParams {
+  uint32_t draftMax = 0;  // most tokens in one draft; 0: speculation off
+  uint32_t draftMin = 1;  // a shorter draft is not decoded
+  uint32_t ngramMin = 2;  // the shortest suffix of the history looked up
+  uint32_t ngramMax = 4;  // the longest (tried first)
+};
+
+// The draft after `history` + `last`: for n from ngramMax down to ngramMin, the tokens that
+// followed the most recent earlier occurrence of the last n tokens, at most maxTokens of them; the
+// first n whose draft has at least draftMin tokens wins. Empty when none does.
+void NgramDraft(const std::vector<llama_token>& history, llama_token last, const DraftParams& params, size_t maxTokens,
+                std::vector<llama_token>* out);
+
+// How many leading tokens of draft[0..n) the grammar takes one after the other from its current
+// state (llama.cpp's own grammar, on a copy of the stacks; the state is left as it was). A grammar
+// that waits for its trigger takes everything (the sampler checks each token as it comes).
+size_t GrammarPrefix(grammar::GrammarState* grammar, const llama_vocab* vocab, const llama_token* draft, size_t n);
+
+}  // namespace lp
