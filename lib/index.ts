@@ -10,6 +10,8 @@ export { LlamapegError, type LlamapegErrorCode } from "./errors.js";
 
 // models, contexts and their sequences, streaming generation
 export { loadModel, Model, Context, Sequence, Generation, setLogger } from "./llama/index.js";
+export { EmbeddingContext } from "./llama/index.js";
+export type { EmbeddingContextOptions, EmbeddingInput, EmbeddingNormalization, EmbeddingResult, PoolingType, RankResult } from "./llama/index.js";
 export type {
   LoadModelOptions,
   TokenizeOptions,
@@ -17,7 +19,9 @@ export type {
   ContextOptions,
   ContextShift,
   GenerateOptions,
+  SamplingOptions,
   GrammarOptions,
+  SpeculativeOptions,
   GeneratedToken,
   GenerationStats,
   GenerationResult,
@@ -55,12 +59,14 @@ export type {
   TargetGeneration,
   PromptInput,
   PromptSegment,
+  PromptByteSegment,
+  PromptTextSegment,
   SamplingGrammar,
 } from "./openai/index.js";
 
 // chat templates and plans (no model needed)
 export { applyChatTemplate, type ApplyChatRequest, type AppliedChatPlan, type ReasoningFormat, type ResponseFormat, type ToolChoice } from "./chat/apply/index.js";
-export { renderChatTemplate, type ChatRenderRequest } from "./chat/template/index.js";
+export { renderChatTemplate, type ChatRenderRequest } from "./chat/apply/render.js";
 export { analyzeTemplate, type TemplateAnalysis, type TemplateAnalysisOverrides } from "./chat/analysis/index.js";
 export { parseChatOutput, type ParseChatOutputOptions } from "./chat/parse.js";
 export type { ChatPlan, GrammarTrigger } from "./chat/plan.js";

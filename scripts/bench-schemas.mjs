@@ -9,7 +9,7 @@
 // reference mode, and llama.cpp's vendored examples/json_schema_to_grammar.py.
 //
 //   node scripts/bench-schemas.mjs --corpus DIR [--every N] [--limit N] [--compilers a,b]
-//        [--no-mask-times] [--json] [--out FILE] [--list-failures N] [--timeout-ms N]
+//        [--no-mask-times] [--json] [--out FILE] [--list-failures N] [--timeout-ms N] [--slowest N]
 import { spawn } from "node:child_process";
 import { readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
@@ -228,7 +228,8 @@ const compile = {
   "reference-ignore": (s) => compileJsonSchema(s, { schemaMode: "reference", unsupported: "ignore" }).gbnf,
 };
 
-const stats = Object.fromEntries(compilers.map((c) => [c, { perSplit: {}, compileMs: [], maskUs: [], refused: {}, failures: [] }]));
+const stats = Object.fromEntries(compilers.map((c) => [c, { perSplit: {}, compileMs: [], maskUs: [], refused: {}, failures: [], perFile: [] }]));
+const slowest = Number(opt("slowest", "0"));
 const row = (st, split) => (st.perSplit[split] ??= { schemas: 0, passing: 0, compileError: 0, validRejected: 0, invalidAccepted: 0, engineError: 0, timeouts: 0 });
 const timeoutMs = Number(opt("timeout-ms", "20000"));
 
@@ -278,8 +279,15 @@ for (const file of files) {
       continue;
     }
     // schema to ready grammar: our compile plus the engine's parse of the grammar (first instance)
-    st.compileMs.push(compileMs + (instances.length > 0 ? res.createMs / instances.length : 0));
-    for (const us of res.maskUs) st.maskUs.push(us);
+    const createMs = instances.length > 0 ? res.createMs / instances.length : 0;
+    st.compileMs.push(compileMs + createMs);
+    let maskMax = 0;
+    for (const us of res.maskUs) {
+      st.maskUs.push(us);
+      if (us > maskMax) maskMax = us;
+    }
+    // where the time goes, per schema: our TS compile, the engine's grammar parse, the worst mask
+    if (slowest > 0) st.perFile.push({ file, tsMs: +compileMs.toFixed(2), createMs: +createMs.toFixed(2), maskMaxUs: +maskMax.toFixed(0), gbnfBytes: gbnf.length });
     let ok = true;
     let vr = false;
     let ia = false;
@@ -317,6 +325,8 @@ for (const c of compilers) {
     maskUs: st.maskUs.length === 0 ? null : { tokens: st.maskUs.length, p50: pct(st.maskUs, 50), p99: pct(st.maskUs, 99), p999: pct(st.maskUs, 99.9), max: pct(st.maskUs, 100) },
     refused: Object.fromEntries(Object.entries(st.refused).sort((a, b) => b[1] - a[1])),
     failures: st.failures,
+    slowestCompile: [...st.perFile].sort((a, b) => b.tsMs + b.createMs - a.tsMs - a.createMs).slice(0, slowest),
+    slowestMask: [...st.perFile].sort((a, b) => b.maskMaxUs - a.maskMaxUs).slice(0, slowest),
   };
 }
 const out = { files: files.length, every, load: loadavg(), summary };
@@ -338,6 +348,12 @@ if (args.includes("--json")) {
     if (s.maskUs) console.log(`mask us/token (${s.maskUs.tokens} tokens) p50 ${f(s.maskUs.p50)} p99 ${f(s.maskUs.p99)} p99.9 ${f(s.maskUs.p999)} max ${f(s.maskUs.max)}`);
     console.log(`refused: ${JSON.stringify(s.refused)}`);
     for (const x of s.failures) console.log("  ", JSON.stringify(x));
+    if (slowest > 0) {
+      console.log("slowest to compile (ts ms + engine parse ms):");
+      for (const x of s.slowestCompile) console.log("  ", JSON.stringify(x));
+      console.log("slowest single mask:");
+      for (const x of s.slowestMask) console.log("  ", JSON.stringify(x));
+    }
   }
   console.log(`\nload ${loadavg().map((x) => x.toFixed(2)).join(" ")} (provisional on a shared machine)`);
 }

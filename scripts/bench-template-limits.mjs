@@ -10,9 +10,8 @@ import { loadavg } from "node:os";
 
 const root = join(import.meta.dirname, "..");
 const dist = (p) => import(join(root, "dist", p));
-const { prepareChatContext } = await dist("chat/template/chat-context.js");
-const { renderTemplateMarked } = await dist("chat/template/render.js");
-const { renderChatPrompt } = await dist("chat/template/chat-render.js");
+const { prepareChatContext, renderChatPrompt } = await dist("chat/apply/render.js");
+const { renderTemplateMarked } = await dist("jinja/render.js");
 const { segmentsFromMarks, tokenizeChatPrompt } = await dist("chat/prompt.js");
 const { loadModel } = await dist("llama/index.js");
 const { ensureTestModel } = await dist("test-model/index.js");

@@ -5,7 +5,7 @@
 import { readFileSync } from "node:fs";
 
 import { LlamapegError } from "../errors.js";
-import { findJsonSyntaxError, lineColumn } from "./json-syntax.js";
+import { findJsonSyntaxError, lineColumn } from "../json-syntax.js";
 
 /** Reads and parses `path` (given as `--flag`); a failure is ERR_INVALID_ARGUMENT naming file:line:column. */
 export function readJsonFile(path: string, flag: string): unknown {

@@ -29,7 +29,9 @@ export const SERVE_USAGE = `llamapeg serve [options]
   --model-id ID             the id in /v1/models (default: the file name)
   --cors                    allow browser requests from any origin (default: requests with an Origin header get 403)
   --cors-origins LIST       allow browser requests from these origins only (comma-separated, e.g. https://app.example)
-  --allow-request-templates accept chat_template in requests (default: 400; a template is code the server runs)`;
+  --allow-request-templates accept chat_template in requests (default: 400; a template is code the server runs)
+  --embeddings              serve POST /v1/embeddings (and /v1/rerank for a reranker) on the model, pooled as it declares (else mean)
+  --embedding-model PATH    the same on another GGUF (an embedding model or a reranker)`;
 
 export async function serveCommand(argv: string[]): Promise<void> {
   const { values, positionals } = parseFlags(
@@ -49,6 +51,8 @@ export async function serveCommand(argv: string[]): Promise<void> {
       cors: { type: "boolean" },
       "cors-origins": { type: "string" },
       "allow-request-templates": { type: "boolean" },
+      embeddings: { type: "boolean" },
+      "embedding-model": { type: "string" },
       help: { type: "boolean", short: "h" },
     },
     "serve",
@@ -87,7 +91,10 @@ export async function serveCommand(argv: string[]): Promise<void> {
   const bar = progressBar("loading model");
   const model = await loadModel(modelPath, { onProgress: (p: number) => bar.update(p) });
   bar.done();
+  const embeddingPath = stringFlag(values, "embedding-model");
+  const embeddingModel = embeddingPath !== undefined ? await loadModel(embeddingPath) : values.embeddings === true ? model : undefined;
   try {
+    if (embeddingModel !== undefined) options.embeddings = embeddingModel.createEmbeddingContext(threads === undefined ? {} : { threads });
     // One context, one sequence per slot: its decode thread batches every generating slot per step.
     const context = model.createContext({ contextSize, sequences: parallel, ...(threads === undefined ? {} : { threads }) });
     const slots: Sequence[] = Array.from({ length: parallel }, () => context.getSequence());
@@ -102,6 +109,7 @@ export async function serveCommand(argv: string[]): Promise<void> {
     process.stderr.write("llamapeg serve: shutting down\n");
     await server.close();
   } finally {
+    if (embeddingModel !== model) embeddingModel?.dispose();
     model.dispose();
   }
 }

@@ -8,6 +8,7 @@
  * chained rules overflow the native stack), and grammars whose expansion exceeds MAX_ELEMENTS.
  */
 import { LlamapegError } from "../errors.js";
+import { lineColumn } from "../line-column.js";
 import { GbnfSyntaxError, type ParsedGrammar, TERMINAL, parseGbnf } from "./parse.js";
 
 /** Deepest group nesting accepted. */
@@ -38,18 +39,13 @@ export interface GbnfStats {
   fanout: number;
 }
 
-function lineColumn(src: string, offset: number): string {
-  let line = 1;
-  let last = -1;
-  for (let i = src.indexOf("\n"); i >= 0 && i < offset; i = src.indexOf("\n", i + 1)) {
-    line++;
-    last = i;
-  }
-  return `line ${line}, column ${offset - last}`;
+function position(src: string, offset: number): string {
+  const { line, column } = lineColumn(src, offset);
+  return `line ${line}, column ${column}`;
 }
 
 function invalid(src: string, message: string, offset: number, rule?: string): never {
-  const at = lineColumn(src, offset);
+  const at = position(src, offset);
   throw new LlamapegError("ERR_GRAMMAR_INVALID", `invalid GBNF grammar at ${at}${rule ? ` (rule ${rule})` : ""}: ${message}`, {
     where: `grammar ${at}${rule ? ` rule ${rule}` : ""}`,
   });

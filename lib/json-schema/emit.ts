@@ -47,6 +47,9 @@ export class Emitter {
   private readonly normalizer: Normalizer;
   private readonly refNodes = new Map<string, SchemaNode>();
   private readonly resolving = new Set<string>();
+  /** Default mode: each `$ref` and its rule name (short, unique; the pointer's last segment). */
+  private readonly refNames = new Map<string, string>();
+  private readonly refNamesTaken = new Set<string>();
 
   constructor(
     readonly rules: RuleSet,
@@ -92,7 +95,7 @@ export class Emitter {
         if (!rules.reference) return rules.add(ruleName, `(${node.values.map((v) => this.valueLiteral(v)).join(" | ")})`);
         return rules.add(ruleName, `(${node.values.map((v) => gbnfFormatLiteral(jsonDump(v))).join(" | ")})`);
       case "object":
-        if (!rules.reference) return rules.add(ruleName, this.orderedObjectRule(node.properties, node.required, name, node.additional, node.patternKeys));
+        if (!rules.reference) return rules.add(ruleName, this.orderedObjectRule(node.properties, node.required, name, node.additional, node.patternKeys, node.forbidden));
         return rules.add(ruleName, this.objectRule(node.properties, node.required, name, node.additional));
       case "items": {
         const prefix = node.prefix.map((it, i) => this.visit(it, join(name, `tuple-${i}`)));
@@ -103,6 +106,8 @@ export class Emitter {
         return this.regexRule(node.pattern, ruleName, node.where, node.minLength, node.maxLength);
       case "number-range":
         return rules.add(ruleName, node.rule);
+      case "not-strings":
+        return rules.add(ruleName, this.notStrings(node.values));
       case "all-of":
         if (node.enumLiterals.length > 0) return rules.add(ruleName, `(${node.enumLiterals.join(" | ")})`);
         return rules.add(ruleName, this.objectRule(node.properties, node.required, name, null));
@@ -190,7 +195,7 @@ export class Emitter {
    * stands, and additional properties (when allowed) anywhere between them. Two rules per
    * property position: `-pN` (nothing written yet) and `-qN` (something written: a comma first).
    */
-  private orderedObjectRule(properties: Property[], required: ReadonlySet<string>, name: string, additional: SchemaNode | boolean | null, patternKeys?: string[]): string {
+  private orderedObjectRule(properties: Property[], required: ReadonlySet<string>, name: string, additional: SchemaNode | boolean | null, patternKeys?: string[], forbidden: string[] = []): string {
     const kv: string[] = properties.map(({ name: prop, schema }) => {
       const valueRule = this.visit(schema, join(name, prop));
       return this.rules.add(join(name, `${prop}-kv`), `${jsonStringLiteral(prop)} space ":" space ${valueRule}`);
@@ -199,7 +204,7 @@ export class Emitter {
     if (additional === true || (typeof additional === "object" && additional !== null)) {
       const sub = join(name, "additional");
       const valueRule = additional === true ? this.rules.addPrimitive("value", this.builtin("value")) : this.visit(additional, `${sub}-value`);
-      const names = properties.map((p) => p.name);
+      const names = [...properties.map((p) => p.name), ...forbidden];
       const keyRule =
         patternKeys !== undefined
           ? this.patternKeyRule(patternKeys, `${sub}-k`)
@@ -209,7 +214,10 @@ export class Emitter {
       extra = this.rules.add(`${sub}-kv`, `${keyRule} space ":" space ${valueRule}`);
     }
     const n = properties.length;
-    const extras = extra === null ? "" : `("," space ${extra})*`;
+    // the additional members between two properties, as rules of their own: each property
+    // position repeats them, and inline they made most of a large object's grammar
+    const extras = extra === null ? "" : this.rules.add(join(name, "more"), `("," space ${extra})*`);
+    const lead = extra === null ? "" : this.rules.add(join(name, "lead"), `${extra} ${extras} "," space`);
     if (n === 0) return extra === null ? '"{" space "}"' : `"{" space (${extra} ${extras})? space "}"`;
     // from the end back: after[i] = the rest from property i on once something was written
     // ("" = nothing may follow), first[i] = the same with nothing written yet (null = may be empty)
@@ -220,7 +228,7 @@ export class Emitter {
       const isReq = required.has(properties[i]!.name);
       const a = cat(extras, `"," space ${kv[i]}`, after);
       const f = cat(kv[i]!, after);
-      const fx = extra === null ? f : `${f} | ${extra} ${extras} "," space ${f}`;
+      const fx = extra === null ? f : `${f} | ${lead} ${f}`;
       const afterBody = isReq ? a : after === "" ? `(${a})?` : `${a} | ${after}`;
       const afterRule = i === 0 ? "" : this.rules.add(join(name, `q${i}`), afterBody);
       let firstBody: string;
@@ -238,12 +246,30 @@ export class Emitter {
     const hash = ref.indexOf("#");
     const fragment = hash >= 0 ? ref.slice(hash + 1) : ref;
     let refName = `ref${fragment.replace(/[^a-zA-Z0-9-]+/g, "-")}`;
+    if (!this.rules.reference && refName.length > 32) refName = this.shortRefName(ref, fragment);
     if (!this.rules.has(refName) && !this.resolving.has(ref)) {
       this.resolving.add(ref);
       refName = this.visit(this.refNode(ref), refName);
       this.resolving.delete(ref);
     }
     return refName;
+  }
+
+  /**
+   * Default mode: a long pointer's rule gets the name of its last segment (`ref-PodSpec`, not
+   * `ref-definitions-https-kubernetesjsonschema-dev-...-io-k8s-api-core-v1-PodSpec`): every rule
+   * below it and every reference repeats the name, and grammar size is compile and parse time.
+   */
+  private shortRefName(ref: string, fragment: string): string {
+    const known = this.refNames.get(ref);
+    if (known !== undefined) return known;
+    const last = fragment.split(/[/.#_]/).filter((x) => x !== "").pop() ?? "";
+    const base = `ref-${last.replace(/[^a-zA-Z0-9-]+/g, "-").slice(-24)}`;
+    let name = base;
+    for (let i = 1; this.refNamesTaken.has(name) || this.rules.has(name); i++) name = `${base}-r${i}`;
+    this.refNames.set(ref, name);
+    this.refNamesTaken.add(name);
+    return name;
   }
 
   private refNode(ref: string): SchemaNode {
@@ -351,6 +377,9 @@ export class Emitter {
     const single = (c: string): string => (c === "\\" || c === "]" || c === "^" ? hex(c) : c);
     const rejects = (cs: string[]): string =>
       cs.map((c, i) => (c === "\\" || c === "]" || (c === "-" && i < cs.length - 1) ? hex(c) : c)).join("");
+    // default mode: an escape then any characters, one rule (every trie node offers it)
+    let escRest: string | null = null;
+    const escapeRest = (): string => (escRest ??= this.rules.add("key-escape-rest", `[\\\\] (["\\\\/bfnrt] | "u" [0-9a-fA-F]{4}) ${char}*`));
     const out: string[] = ['["] ( '];
     const walk = (node: Trie): void => {
       const keys = [...node.children.keys()].sort((a, b) => a.codePointAt(0)! - b.codePointAt(0)!);
@@ -374,7 +403,7 @@ export class Emitter {
       // default mode: the first character differs from every key's here, raw or escaped (an
       // escape only when no key has a character here that could be spelled that way)
       out.push(` | [^"\\\\\\x00-\\x1F${rejects(keys)}] ${char}*`);
-      if (keys.every((k) => /^[\x20-\x7e]$/.test(k) && k !== '"' && k !== "\\" && k !== "/")) out.push(` | [\\\\] (["\\\\/bfnrt] | "u" [0-9a-fA-F]{4}) ${char}*`);
+      if (keys.every((k) => /^[\x20-\x7e]$/.test(k) && k !== '"' && k !== "\\" && k !== "/")) out.push(` | ${escapeRest()}`);
     };
     walk(root);
     // only "" declared: any non-empty key (the reference writes an empty group here, which

@@ -29,6 +29,13 @@ const FAMILY: ReadonlyArray<[JsonType, readonly string[]]> = [
   ["number", NUMBER_WORDS],
 ];
 
+/** Keys an object must not have (set by `not: {required}` and dependentRequired branches). */
+const FORBIDDEN: unique symbol = Symbol("forbidden keys");
+/** Most alternatives uniqueItems over an enum may enumerate, and dependentRequired may split into. */
+const MAX_UNIQUE_SEQUENCES = 200;
+const MAX_DEPENDENCY_BRANCHES = 8;
+const ALL_TYPES: JsonType[] = ["string", "number", "boolean", "null", "array", "object"];
+
 /** Keywords a literal value is checked against (valuesNode). */
 const CHECKED: ReadonlySet<string> = new Set(["const", "enum", "type", "minLength", "maxLength", "pattern", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "format"]);
 
@@ -61,6 +68,11 @@ export class DefaultNormalizer extends Normalizer {
       schema = { anyOf: [rest, { type: "null" }] };
     }
     schema = this.merged(schema, where);
+    if (has(schema, "not") && !has(schema, "const") && !has(schema, "enum") && !has(schema, "$ref") && !has(schema, "anyOf") && !has(schema, "oneOf")) {
+      const r = this.withoutNot(schema, where);
+      if (r.node !== undefined) return r.node;
+      schema = r.schema;
+    }
 
     if (has(schema, "$ref")) {
       const ref = schema["$ref"];
@@ -77,6 +89,9 @@ export class DefaultNormalizer extends Normalizer {
     }
     if (has(schema, "const") || has(schema, "enum")) return this.valuesNode(schema, where);
 
+    const branches = this.dependencyBranches(schema, where);
+    if (branches !== null) return { kind: "union", alternatives: branches.map((b) => this.normalize(b, where)) };
+
     const types = this.typesOf(schema);
     if (types === "any") {
       this.leftovers(schema, where, ["type"], "all", "on a schema without type");
@@ -84,6 +99,112 @@ export class DefaultNormalizer extends Normalizer {
     }
     const nodes = types.map((t) => this.typedNode(schema, t, where));
     return nodes.length === 1 ? nodes[0]! : { kind: "union", alternatives: nodes };
+  }
+
+  /**
+   * `not` where its complement is a schema again: `not not X` is X; `not {type}` narrows the
+   * types; `not {required: [k]}` (or `not {anyOf: [{required: [k]}, ...]}`) forbids the keys;
+   * `not {enum/const}` of strings (and null) on a plain string is a string that is none of them.
+   * Anything else is left in place, and refused by the typed node (keyword and pointer).
+   */
+  private withoutNot(schema: Json, where: string): { schema: Json; node?: undefined } | { node: SchemaNode; schema?: undefined } {
+    const n = schema["not"];
+    const { not: _, ...rest } = schema;
+    if (!isObject(n)) return { schema };
+    const words = Object.keys(n).filter((k) => ASSERTION_KEYWORDS.includes(k) && !isVacuous(k, n[k]));
+    if (words.length === 0) return { schema }; // not {}: no value (refused below)
+    if (words.length === 1 && words[0] === "not" && isObject(n["not"])) {
+      try {
+        return { schema: mergeSchemas(rest, this.inlined(n["not"], where)) as Json };
+      } catch (e) {
+        if (!(e instanceof MergeConflict)) throw e;
+        return { schema };
+      }
+    }
+    if (words.length === 1 && words[0] === "type") {
+      const t = n["type"];
+      const out = new Set(typeof t === "string" ? [t] : Array.isArray(t) ? (t as string[]) : []);
+      const types = this.typesOf(rest);
+      let left = (types === "any" ? ALL_TYPES : types).filter((x) => !out.has(x) && !(x === "integer" && out.has("number")));
+      // a number that is not an integer has no grammar here (1.0 is an integer): refused
+      if (out.has("integer") && left.includes("number")) return { schema };
+      if (left.length === 0) return { schema };
+      left = [...new Set(left)];
+      return { schema: { ...rest, type: left.length === 1 ? left[0] : left } };
+    }
+    const single = (x: unknown): string | null =>
+      isObject(x) && Array.isArray(x["required"]) && x["required"].length === 1 && typeof x["required"][0] === "string" && Object.keys(x).every((k) => k === "required" || !ASSERTION_KEYWORDS.includes(k))
+        ? (x["required"][0] as string)
+        : null;
+    let keys: string[] | null = null;
+    if (words.length === 1 && words[0] === "required" && single(n) !== null) keys = [single(n)!];
+    if (words.length === 1 && words[0] === "anyOf" && Array.isArray(n["anyOf"]) && n["anyOf"].every((x) => single(x) !== null)) keys = n["anyOf"].map((x) => single(x)!);
+    if (keys !== null) {
+      const types = this.typesOf(rest);
+      const prior = (rest as Record<symbol, unknown>)[FORBIDDEN] as string[] | undefined;
+      return { schema: { ...rest, ...(types === "any" ? { type: ALL_TYPES } : {}), [FORBIDDEN]: [...(prior ?? []), ...keys] } };
+    }
+    if (words.every((k) => k === "enum" || k === "const")) {
+      const values = has(n, "const") ? [n["const"]] : Array.isArray(n["enum"]) ? (n["enum"] as unknown[]) : null;
+      const strings = values?.filter((v): v is string => typeof v === "string");
+      const others = values?.filter((v) => typeof v !== "string");
+      const plainString = rest["type"] === "string" && !Object.keys(rest).some((k) => k !== "type" && ASSERTION_KEYWORDS.includes(k) && !isVacuous(k, rest[k]));
+      if (strings !== undefined && plainString && others!.every((v) => v === null || typeof v !== "object") && strings.length <= 4096) {
+        return { node: { kind: "not-strings", values: strings } };
+      }
+    }
+    return { schema };
+  }
+
+  /**
+   * dependentRequired (and draft-7 `dependencies` with arrays) on an object: one alternative per
+   * choice of trigger keys, each either absent (forbidden) or present with its dependents required.
+   * The alternatives are disjoint, so the union is exact. Null when there is nothing to split.
+   */
+  private dependencyBranches(schema: Json, where: string): Json[] | null {
+    const key = has(schema, "dependentRequired") ? "dependentRequired" : has(schema, "dependencies") ? "dependencies" : null;
+    if (key === null) return null;
+    const deps = schema[key];
+    if (!isObject(deps) || !Object.values(deps).every((v) => Array.isArray(v) && v.every((x) => typeof x === "string"))) return null;
+    if (schema["type"] !== "object" && !(Array.isArray(schema["type"]) && schema["type"].length === 1 && schema["type"][0] === "object")) return null;
+    const { [key]: _, ...rest } = schema;
+    const required = new Set(Array.isArray(rest["required"]) ? (rest["required"] as string[]) : []);
+    const closed = rest["additionalProperties"] === false && !has(rest, "patternProperties");
+    const declared = isObject(rest["properties"]) ? new Set(Object.keys(rest["properties"])) : new Set<string>();
+    // triggers that matter: not already required-with-dependents, and able to appear
+    const forced: string[] = [];
+    const triggers: Array<[string, string[]]> = [];
+    for (const [k, v] of Object.entries(deps) as Array<[string, string[]]>) {
+      const missing = v.filter((x) => !required.has(x));
+      if (missing.length === 0) continue;
+      if (closed && !declared.has(k)) continue;
+      if (required.has(k)) forced.push(...missing);
+      else triggers.push([k, missing]);
+    }
+    if (2 ** triggers.length > MAX_DEPENDENCY_BRANCHES) {
+      this.report.unsupported(key, `${key} with ${triggers.length} independent trigger keys (more than ${Math.log2(MAX_DEPENDENCY_BRANCHES)}) is not supported`, pointerJoin(where, key));
+      return null;
+    }
+    const out: Json[] = [];
+    for (let mask = 0; mask < 2 ** triggers.length; mask++) {
+      const req = new Set([...required, ...forced]);
+      const forbid: string[] = [];
+      triggers.forEach(([k, v], i) => {
+        if (mask & (1 << i)) {
+          req.add(k);
+          for (const x of v) req.add(x);
+        } else forbid.push(k);
+      });
+      // a branch that forbids a key it also requires matches nothing
+      if (forbid.some((k) => req.has(k))) continue;
+      const prior = ((rest as Record<symbol, unknown>)[FORBIDDEN] as string[] | undefined) ?? [];
+      out.push({ ...rest, required: [...req], [FORBIDDEN]: [...prior, ...forbid] });
+    }
+    if (out.length === 0) {
+      this.report.unsupported(key, `${key} leaves no object that can be valid`, pointerJoin(where, key));
+      return null;
+    }
+    return out;
   }
 
   /** `allOf`, `$ref` with siblings, `anyOf`/`oneOf` with siblings: one flat schema. */
@@ -302,6 +423,13 @@ export class DefaultNormalizer extends Normalizer {
       declared.add(name);
     }
     const consumed = ["type", "properties", "required", "additionalProperties", "unevaluatedProperties"];
+    const forbidden = ((schema as Record<symbol, unknown>)[FORBIDDEN] as string[] | undefined) ?? [];
+    for (const k of forbidden) {
+      if (required.has(k)) this.report.unsupported("not", `property ${JSON.stringify(k)} is both required and forbidden (not/dependentRequired): no object is valid`, where);
+    }
+    if (forbidden.length > 0) {
+      for (let i = properties.length - 1; i >= 0; i--) if (forbidden.includes(properties[i]!.name)) properties.splice(i, 1);
+    }
     // patternProperties with no other keys allowed: the other keys are the patterns' keys (one
     // value schema for all of them, and no declared name matching one: a key under two schemas
     // would need both)
@@ -313,7 +441,7 @@ export class DefaultNormalizer extends Normalizer {
       if (vacuous && additional === true) consumed.push("patternProperties");
       else if (additional === false && schemas.every((x) => x === schemas[0])) {
         const patterns = Object.keys(pp);
-        const clash = properties.find((p) => patterns.some((pat) => safeTest(pat, p.name) !== false));
+        const clash = [...properties.map((p) => p.name), ...forbidden].find((name) => patterns.some((pat) => safeTest(pat, name) !== false));
         if (clash === undefined) {
           patternKeys = patterns;
           additional = this.normalize(Object.values(pp)[0], pointerJoin(pointerJoin(where, "patternProperties"), patterns[0]!));
@@ -325,6 +453,7 @@ export class DefaultNormalizer extends Normalizer {
     if (typeof schema["maxProperties"] === "number" && additional === false && schema["maxProperties"] >= properties.length) consumed.push("maxProperties");
     if (isObject(schema["propertyNames"]) && properties.length === 0 && additional === false) consumed.push("propertyNames");
     this.leftovers(schema, where, consumed, new Set(["object"]), "on an object");
+    if (forbidden.length > 0 && patternKeys === undefined && additional !== false) return { kind: "object", properties, required, additional, forbidden };
     return patternKeys === undefined ? { kind: "object", properties, required, additional } : { kind: "object", properties, required, additional, patternKeys };
   }
 
@@ -352,8 +481,58 @@ export class DefaultNormalizer extends Normalizer {
     if (min > max) this.report.invalid(`minItems ${min} is greater than maxItems ${max}`, where);
     this.withinRepetitionLimit("maxItems", max, where);
     if (schema["uniqueItems"] === true && max <= 1) consumed.push("uniqueItems");
+    const unique = schema["uniqueItems"] === true && max > 1 ? this.uniqueSequences(prefix, rest, min, max) : null;
+    if (unique !== null) consumed.push("uniqueItems");
     this.leftovers(schema, where, consumed, new Set(["array"]), "on an array");
+    if (unique !== null) return unique.length === 1 ? { kind: "const", value: unique[0] } : { kind: "enum", values: unique };
     return { kind: "items", prefix, rest, min, max };
+  }
+
+  /**
+   * uniqueItems over items drawn from a few literal values (an enum, a const, booleans): every
+   * sequence of distinct values with a length allowed, as an enum of arrays; null when the items
+   * are not such or the sequences would be too many.
+   */
+  private uniqueSequences(prefix: SchemaNode[], rest: SchemaNode | null, min: number, max: number): unknown[][] | null {
+    if (prefix.length > 0 || rest === null) return null;
+    let values: unknown[];
+    if (rest.kind === "enum") values = rest.values;
+    else if (rest.kind === "const") values = [rest.value];
+    else if (rest.kind === "primitive" && rest.type === "boolean") values = [true, false];
+    else if (rest.kind === "primitive" && rest.type === "null") values = [null];
+    else return null;
+    // equal JSON values are one value (1 and 1.0 too)
+    const seen = new Set<string>();
+    values = values.filter((v) => {
+      const k = jsonDump(typeof v === "number" ? Number(v) : v);
+      if (seen.has(k)) return false;
+      seen.add(k);
+      return true;
+    });
+    if (values.some((v) => typeof v === "object" && v !== null)) return null;
+    const top = Math.min(max, values.length);
+    let count = 0;
+    for (let j = min, perms = 1; j <= top; j++) {
+      perms = 1;
+      for (let i = 0; i < j; i++) perms *= values.length - i;
+      count += perms;
+    }
+    if (count > MAX_UNIQUE_SEQUENCES || min > top) return null;
+    const out: unknown[][] = [];
+    const walk = (seq: unknown[], used: boolean[]): void => {
+      if (seq.length >= min) out.push([...seq]);
+      if (seq.length === top) return;
+      values.forEach((v, i) => {
+        if (used[i]) return;
+        used[i] = true;
+        seq.push(v);
+        walk(seq, used);
+        seq.pop();
+        used[i] = false;
+      });
+    };
+    walk([], values.map(() => false));
+    return out;
   }
 
   private stringNode(schema: Json, where: string): SchemaNode {

@@ -27,6 +27,8 @@ export type SchemaNode =
       additional: SchemaNode | boolean | null;
       /** default mode: the other keys are these patterns' (patternProperties), `additional` their value */
       patternKeys?: string[];
+      /** default mode: keys that must not appear (`not: {required}`, a dependentRequired branch) */
+      forbidden?: string[];
     }
   /** `allOf` merged into one object, or the intersection of its enums (GBNF literals, sorted). */
   | { kind: "all-of"; properties: Property[]; required: ReadonlySet<string>; enumLiterals: string[] }
@@ -46,7 +48,9 @@ export type SchemaNode =
   /** A string matching an ECMA-262 pattern (and lengths), written over its JSON text. */
   | { kind: "regex"; pattern: string; where: string; minLength: number; maxLength: number }
   /** A number between bounds (null: none); `rule` is its GBNF (number-range.ts). */
-  | { kind: "number-range"; rule: string };
+  | { kind: "number-range"; rule: string }
+  /** A JSON string that is none of `values` (`not: {enum}` on a string). */
+  | { kind: "not-strings"; values: string[] };
 
 export interface Property {
   readonly name: string;

@@ -47,13 +47,21 @@ export interface ContextOptions {
   swaFull?: boolean;
   /**
    * State checkpoints kept per sequence when the memory cannot trim (hybrid and recurrent
-   * models, SWA without `swaFull`): taken before the last prompt token and at the end of each
-   * generation; the next prompt restores the newest at or before its common prefix. 0 turns
-   * them off (every such turn decodes its whole prompt). Default 8.
+   * models, SWA without `swaFull`): taken before the last prompt token, at every
+   * `checkpointInterval` prompt position and at the end of each generation; the next prompt
+   * restores the newest at or before its common prefix. 0 turns them off (every such turn
+   * decodes its whole prompt). Default 8.
    */
   checkpoints?: number;
   /** MiB all checkpoints of the context may take (oldest evicted first). Default 256. */
   checkpointMemoryMiB?: number;
+  /**
+   * Mid-prompt checkpoints at multiples of this many tokens (the same positions in every
+   * sequence), so a prompt that shares only part of an earlier one, or of another sequence's
+   * (agents with one system prompt), starts at most this many tokens before it leaves. 0: none.
+   * Default 1024.
+   */
+  checkpointInterval?: number;
 }
 
 const RANDOM_SEED = 0xffffffff;
@@ -71,6 +79,7 @@ const contextKeys = [
   "swaFull",
   "checkpoints",
   "checkpointMemoryMiB",
+  "checkpointInterval",
 ] as const;
 
 export class Context {
@@ -117,11 +126,12 @@ export class Context {
     const swaFull = bool(o.swaFull, "swaFull", true);
     const checkpoints = int(o.checkpoints, "checkpoints", 8, 0, 1024);
     const checkpointBytes = int(o.checkpointMemoryMiB, "checkpointMemoryMiB", 256, 0, 1 << 20) * (1 << 20);
+    const checkpointInterval = int(o.checkpointInterval, "checkpointInterval", 1024, 0, 1 << 24);
     resolveContextShift(model, o.contextShift, "contextShift"); // validate now, not at the first generate
     this.#contextShift = o.contextShift as ContextShift | undefined;
     this.model = model;
     this.#native = callNative(
-      () => nativeModel.createContext({ contextSize, sequences, kvUnified, batchSize, threads, threadsBatch, seed, swaFull, checkpoints, checkpointBytes }),
+      () => nativeModel.createContext({ contextSize, sequences, kvUnified, batchSize, threads, threadsBatch, seed, swaFull, checkpoints, checkpointBytes, checkpointInterval }),
       model.path,
     );
     const info = this.#native.info();

@@ -1,9 +1,16 @@
 /** Validation and defaults of `context.generate()` options, and grammar trigger resolution. */
 import { checkGbnf } from "../gbnf/check.js";
-import { LlamapegError, ArgumentRangeError, ArgumentTypeError } from "../errors.js";
+import { gbnfChecked } from "../gbnf/checked.js";
+import { LlamapegError, ArgumentTypeError } from "../errors.js";
 import type { NativeGenerateOptions, NativeGrammar } from "../native/binding.js";
 import type { Model } from "./model.js";
-import { bool, checkKeys, int, num, oneOf, optionalObject, str, stringList, tokenList } from "./validate.js";
+import { mapTriggers, modelVocabulary } from "./triggers.js";
+import { resolveLogitBias, resolveSampling, SAMPLING_KEYS, type SamplingOptions } from "./sampling-params.js";
+import { bool, checkKeys, int, oneOf, optionalObject, str, stringList, tokenList } from "./validate.js";
+
+/** Where the trigger mapping lives now (triggers.ts); re-exported for this module's callers. */
+export { escapeRegex } from "./triggers.js";
+import { resolveSpeculative, type SpeculativeOptions } from "./speculative-options.js";
 
 export interface GrammarOptions {
   /** GBNF source (llama.cpp's grammar format). */
@@ -27,38 +34,14 @@ export interface GrammarOptions {
   prefill?: string;
 }
 
-export interface GenerateOptions {
+/**
+ * `context.generate()` options: the sampling (`SamplingOptions`, sampling-params.ts: the one table
+ * of sampling fields, defaults and ranges) and what else shapes one generation.
+ */
+export interface GenerateOptions extends SamplingOptions {
   /** Most tokens to generate. Default: until end of generation or a full context. */
   maxTokens?: number;
-  /** 0 = greedy. Default 0.8. */
-  temperature?: number;
-  /** Default 40 (0 disables). */
-  topK?: number;
-  /** Default 0.95 (1 disables). */
-  topP?: number;
-  /** Default 0.05 (0 disables). */
-  minP?: number;
-  /** uint32. Default: the context's seed (random unless set). */
-  seed?: number;
-  /** Penalty for the last `penaltyLastN` tokens; 1 (default) disables it. */
-  repeatPenalty?: number;
-  /** OpenAI's: subtracted from a token's logit once per time it occurs in the last `penaltyLastN` tokens. -2..2, default 0. */
-  frequencyPenalty?: number;
-  /** OpenAI's: subtracted from a token's logit when it occurs in the last `penaltyLastN` tokens. -2..2, default 0. */
-  presencePenalty?: number;
-  /** How many recent tokens the three penalties look at. Default 64 (llama.cpp's). */
-  penaltyLastN?: number;
-  /** Added to tokens' logits before anything else: token id -> bias (-Infinity bans the token). */
   logitBias?: Record<number, number> | Map<number, number>;
-  /**
-   * Report each token's log probability: `GeneratedToken.extra` holds (token id, log probability)
-   * pairs, the chosen token first, then the `topLogprobs` most likely tokens. Taken from the
-   * sampler's candidates after logit bias and penalties, before top-k/top-p/min-p, temperature and
-   * the grammar (llama-server's default `n_probs` reports the raw logits' softmax the same way).
-   */
-  logprobs?: boolean;
-  /** With `logprobs`: how many alternatives per token, 0-20. Default 0. */
-  topLogprobs?: number;
   /** Token ids that end the generation (stopReason "stop"); not emitted. EOG tokens always stop. */
   stopTokens?: number[];
   /** Aborts the generation (stopReason "abort"). */
@@ -93,6 +76,16 @@ export interface GenerateOptions {
    */
   fastForward?: boolean;
   /**
+   * Speculative decoding (docs/speculative.md): `{type: "ngram"}` drafts the next tokens from an
+   * earlier occurrence of the last few in the prompt or output, verifies the draft in one batch and
+   * keeps what the sampler itself produces (so under a grammar only tokens it admits). Counted in
+   * `stats.draftTokens` / `draftAcceptedTokens`. Default false (off): the output is the output
+   * without it wherever a batch computes the same logits as one-token steps, which llama.cpp does
+   * not promise for every backend. Ignored (nothing drafted) on memories that cannot trim
+   * (recurrent, hybrid, SWA without swaFull).
+   */
+  speculative?: SpeculativeOptions | false;
+  /**
    * When the sequence is full: false stops with stopReason "context_full"; true (or `{keep}`)
    * drops the older half of its tokens after the first `keep` and goes on, as llama-server's
    * context shift does (`keep` defaults to 1 when the model adds BOS, else 0). Default: the
@@ -110,18 +103,7 @@ export interface ResolvedGenerateOptions {
 
 const generateKeys = [
   "maxTokens",
-  "temperature",
-  "topK",
-  "topP",
-  "minP",
-  "seed",
-  "repeatPenalty",
-  "frequencyPenalty",
-  "presencePenalty",
-  "penaltyLastN",
-  "logitBias",
-  "logprobs",
-  "topLogprobs",
+  ...SAMPLING_KEYS,
   "stopTokens",
   "signal",
   "grammar",
@@ -130,15 +112,11 @@ const generateKeys = [
   "grammarResample",
   "grammarFirst",
   "fastForward",
+  "speculative",
   "contextShift",
 ] as const;
 
 const grammarKeys = ["gbnf", "root", "lazy", "triggerWords", "triggerPatterns", "triggerTokens", "prefill"] as const;
-
-/** Escapes a literal for an ECMAScript / std::regex pattern. */
-export function escapeRegex(text: string): string {
-  return text.replace(/[.^$|()*+?[\]{}\\]/g, "\\$&");
-}
 
 /** Validates a contextShift option (of a context or a generation) into the native pair. */
 export function resolveContextShift(model: Model, value: unknown, name: string): { contextShift: boolean; contextShiftKeep: number } {
@@ -178,15 +156,7 @@ export function resolveGenerateOptions(
 
   const native: NativeGenerateOptions = {
     maxTokens: int(o.maxTokens, "maxTokens", -1, 0, Number.MAX_SAFE_INTEGER),
-    temperature: num(o.temperature, "temperature", 0.8, 0, 100),
-    topK: int(o.topK, "topK", 40, 0, 1 << 30),
-    topP: num(o.topP, "topP", 0.95, 0, 1),
-    minP: num(o.minP, "minP", 0.05, 0, 1),
-    seed: int(o.seed, "seed", -1, 0, 0xffffffff),
-    repeatPenalty: num(o.repeatPenalty, "repeatPenalty", 1, Number.MIN_VALUE, 100),
-    frequencyPenalty: num(o.frequencyPenalty, "frequencyPenalty", 0, -2, 2),
-    presencePenalty: num(o.presencePenalty, "presencePenalty", 0, -2, 2),
-    penaltyLastN: int(o.penaltyLastN, "penaltyLastN", 64, 0, 1 << 20),
+    ...resolveSampling(o),
     ...resolveLogitBias(o.logitBias, model.vocabSize),
     logprobs: bool(o.logprobs, "logprobs", false),
     topLogprobs: resolveTopLogprobs(o),
@@ -197,6 +167,7 @@ export function resolveGenerateOptions(
     grammarResample: oneOf(o.grammarResample, "grammarResample", ["fast", "reference"] as const, "fast"),
     grammarFirst: bool(o.grammarFirst, "grammarFirst", false),
     fastForward: bool(o.fastForward, "fastForward", false) && grammar !== null,
+    speculative: resolveSpeculative(o.speculative),
     ...resolveContextShift(model, o.contextShift === undefined ? defaults.contextShift : o.contextShift, "contextShift"),
     // Hand-off tuning: a batch every 16 tokens or 5 ms; at most 256 tokens ahead of the reader.
     flushTokens: 16,
@@ -204,26 +175,6 @@ export function resolveGenerateOptions(
     windowTokens: 256,
   };
   return { native, signal: signal as AbortSignal | undefined };
-}
-
-function resolveLogitBias(value: unknown, vocabSize: number): { logitBiasTokens: Int32Array; logitBiasValues: Float32Array } {
-  if (value === undefined) return { logitBiasTokens: new Int32Array(0), logitBiasValues: new Float32Array(0) };
-  let entries: Array<[unknown, unknown]>;
-  if (value instanceof Map) entries = [...value.entries()];
-  else if (value !== null && typeof value === "object" && !Array.isArray(value)) entries = Object.entries(value);
-  else throw new ArgumentTypeError("logitBias must be an object or a Map of token id -> bias");
-  const tokens = new Int32Array(entries.length);
-  const values = new Float32Array(entries.length);
-  entries.forEach(([k, v], i) => {
-    const id = typeof k === "number" ? k : typeof k === "string" && /^\d+$/.test(k) ? Number(k) : NaN;
-    if (!Number.isInteger(id) || id < 0 || id >= vocabSize) {
-      throw new ArgumentRangeError(`logitBias key ${JSON.stringify(k)} is not a token id of this vocabulary (0..${vocabSize - 1})`);
-    }
-    if (typeof v !== "number" || Number.isNaN(v) || v === Infinity) throw new ArgumentRangeError(`logitBias[${id}] must be a finite number or -Infinity`);
-    tokens[i] = id;
-    values[i] = v;
-  });
-  return { logitBiasTokens: tokens, logitBiasValues: values };
 }
 
 function resolveTopLogprobs(o: Record<string, unknown>): number {
@@ -240,7 +191,7 @@ function resolveGrammar(model: Model, value: unknown, preserved: Set<number>): N
   if (gbnf.trim().length === 0) throw new ArgumentTypeError("grammar.gbnf must not be empty");
   const root = g.root === undefined ? "root" : str(g.root, "grammar.root");
   // what llama.cpp's grammar parser rejects or chokes on is ERR_GRAMMAR_INVALID before it runs
-  checkGbnf(gbnf, { root });
+  if (!gbnfChecked(gbnf, root)) checkGbnf(gbnf, { root });
   const lazy = bool(g.lazy, "grammar.lazy", false);
   const words = stringList(g.triggerWords, "grammar.triggerWords");
   const patterns = stringList(g.triggerPatterns, "grammar.triggerPatterns");
@@ -248,19 +199,12 @@ function resolveGrammar(model: Model, value: unknown, preserved: Set<number>): N
   if (!lazy && (words.length > 0 || patterns.length > 0 || tokens.length > 0)) {
     throw new ArgumentTypeError("grammar triggers need grammar.lazy = true");
   }
-  const triggerPatterns = [...patterns];
-  for (const word of words) {
-    const ids = model.tokenize(word, { addSpecial: false, parseSpecial: true });
-    // A word that is one special token is matched as that token (text matching would miss it when
-    // pieces render it as nothing); ordinary words stay text patterns, which match however the
-    // model happens to tokenize them.
-    if (ids.length === 1 && model.isSpecial(ids[0]!)) {
-      tokens.push(ids[0]!);
-      preserved.add(ids[0]!);
-    } else {
-      triggerPatterns.push(escapeRegex(word));
-    }
-  }
+  // A word that is one special token is matched as that token (text matching would miss it when
+  // pieces render it as nothing); ordinary words stay text patterns (triggers.ts).
+  const mapped = mapTriggers([...patterns.map((value) => ({ type: "pattern" as const, value })), ...words.map((value) => ({ type: "word" as const, value }))], modelVocabulary(model));
+  const triggerPatterns = mapped.patterns;
+  tokens.push(...mapped.tokens);
+  for (const p of mapped.preserve) preserved.add(p.id);
   if (lazy && triggerPatterns.length === 0 && tokens.length === 0) {
     throw new ArgumentTypeError("a lazy grammar needs at least one trigger (triggerWords, triggerPatterns or triggerTokens)");
   }

@@ -63,6 +63,10 @@ export interface GenerationStats {
   forcedTokens?: number;
   /** Decode steps that carried forced tokens. */
   forcedRuns?: number;
+  /** Speculative decoding (`speculative` option; local sequences): tokens drafted and decoded for
+   * verification, and of those the ones the sampler produced as drafted (each saved a decode step). */
+  draftTokens?: number;
+  draftAcceptedTokens?: number;
 }
 
 export interface GenerationResult {
@@ -300,6 +304,10 @@ function statsOf(final: NativeFinal): GenerationStats {
   if (final.forcedTokens !== undefined) {
     stats.forcedTokens = final.forcedTokens;
     stats.forcedRuns = final.forcedRuns ?? 0;
+  }
+  if (final.draftTokens !== undefined) {
+    stats.draftTokens = final.draftTokens;
+    stats.draftAcceptedTokens = final.draftAcceptedTokens ?? 0;
   }
   return stats;
 }

@@ -5,9 +5,10 @@ import { resolve } from "node:path";
 import { LlamapegError, ArgumentTypeError, ArgumentRangeError } from "../errors.js";
 import { readGgufFile } from "../gguf/read.js";
 import { binding, callNative, fromNative, type GgufMetadataValue, type NativeModel, type NativeModelInfo } from "../native/binding.js";
-import { withRpcServers } from "../remote/rpc.js";
+import { withRpcServers } from "./rpc.js";
 import { devicesFor, parseBackend, type BackendName } from "../native/load.js";
 import { Context, type ContextOptions } from "./context.js";
+import { EmbeddingContext, type EmbeddingContextOptions } from "./embedding.js";
 import { bool, checkKeys, int, optionalObject, str } from "./validate.js";
 
 export interface LoadModelOptions {
@@ -107,7 +108,7 @@ export class Model {
 
   #native: NativeModel | null;
   #metadata: Readonly<Record<string, GgufMetadataValue>> | undefined;
-  readonly #contexts = new Set<Context>();
+  readonly #contexts = new Set<{ dispose(): void }>();
 
   /** @internal use `loadModel()` */
   constructor(native: NativeModel, path: string) {
@@ -229,6 +230,14 @@ export class Model {
   createContext(options?: ContextOptions): Context {
     const native = this.#live();
     const context = new Context(this, native, options, () => this.#contexts.delete(context));
+    this.#contexts.add(context);
+    return context;
+  }
+
+  /** A context that turns texts into vectors (or, with a reranker, scores): lib/llama/embedding.ts. */
+  createEmbeddingContext(options?: EmbeddingContextOptions): EmbeddingContext {
+    const native = this.#live();
+    const context = new EmbeddingContext(this, native, options, () => this.#contexts.delete(context));
     this.#contexts.add(context);
     return context;
   }

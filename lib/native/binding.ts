@@ -55,6 +55,7 @@ export interface NativeContextOptions {
   checkpoints?: number;
   /** Bytes all checkpoints of the context may take. */
   checkpointBytes?: number;
+  checkpointInterval?: number;
 }
 
 export interface NativeContextInfo {
@@ -110,6 +111,8 @@ export interface NativeGenerateOptions {
   grammarFirst: boolean;
   /** Forced text decoded in one batch with the token before it (native/forced-tokens.h). */
   fastForward?: boolean;
+  /** Prompt-lookup speculative decoding (native/speculative.h); absent or null: off. */
+  speculative?: { draftMax: number; draftMin: number; ngramMin: number; ngramMax: number } | null;
   /** A full sequence drops old tokens (keeping the first `contextShiftKeep`) instead of stopping. */
   contextShift: boolean;
   contextShiftKeep: number;
@@ -143,6 +146,9 @@ export interface NativeFinal {
   /** Of generatedTokens: forced by the grammar (fastForward), and the batches that carried them. */
   forcedTokens?: number;
   forcedRuns?: number;
+  /** Speculation: tokens drafted (and decoded for verification), and of those the ones kept. */
+  draftTokens?: number;
+  draftAcceptedTokens?: number;
   error?: Error & { code?: string };
 }
 
@@ -208,6 +214,36 @@ export interface NativeModel {
   createContext(options: NativeContextOptions): NativeContext;
 }
 
+export interface NativeEmbeddingOptions {
+  contextSize: number;
+  batchSize: number;
+  sequences: number;
+  threads: number;
+  threadsBatch: number;
+  /** llama_pooling_type: 1 mean, 2 cls, 3 last, 4 rank. */
+  pooling: number;
+}
+
+export interface NativeEmbeddingInfo {
+  contextSize: number;
+  batchSize: number;
+  sequences: number;
+  dimensions: number;
+  pooling: number;
+  threads: number;
+  threadsBatch: number;
+  /** The vocabulary's SEP token (-1: none) and whether the tokenizer adds it. */
+  sep: number;
+  addSep: boolean;
+}
+
+export interface NativeEmbeddingContext {
+  /** `lengths` splits `tokens` into inputs; `normalize` is llama.cpp's embd_normalize. */
+  embed(tokens: Int32Array, lengths: Uint32Array, normalize: number): Promise<{ data: Float32Array; decodes: number; decodeMs: number }>;
+  info(): NativeEmbeddingInfo;
+  dispose(): void;
+}
+
 export type NativeLogLevel = "debug" | "info" | "warn" | "error";
 
 export interface BindingModule {
@@ -220,6 +256,8 @@ export interface BindingModule {
    */
   stopForExit(processWide: boolean, code: number): void;
   llamaCppVersion: string;
+  /** native/embedding.cpp */
+  NativeEmbeddingContext: new (model: NativeModel, options: NativeEmbeddingOptions) => NativeEmbeddingContext;
 }
 
 /** Loads the addon and its compute backends once (lib/native/load.ts decides what and from where). */
@@ -244,7 +282,7 @@ const nativeCodes = new Set<string>([
   "ERR_INVALID_ARGUMENT",
   "ERR_STATE_INVALID",
   "ERR_STATE_MISMATCH",
-  "ERR_DISPOSED",
+  "ERR_ABORTED",
   "ERR_INTERNAL",
 ] satisfies LlamapegErrorCode[]);
 

@@ -5,14 +5,15 @@
  * model's chat template (or `chat_template`); a local context reuses the KV prefix it holds.
  */
 import { segmentByteRanges } from "../chat/prompt.js";
-import type { TemplateLimits } from "../chat/template/limits.js";
+import type { TemplateLimits } from "../jinja/index.js";
 import { LlamapegError } from "../errors.js";
 import { randomBytes } from "node:crypto";
 
 import type { GeneratedToken, GenerationStats } from "../llama/generation.js";
+import { pickSampling, type SamplingKey } from "../llama/sampling-params.js";
 import { CompletionAssembler, randomId } from "./assemble.js";
 import { invalidRequest } from "./errors.js";
-import { buildCompletionPlan, type CompletionPlan } from "./plan.js";
+import { buildCompletionPlan, buildCompletionPlanWith, type ChatPlanner, type CompletionPlan } from "./plan.js";
 import { normalizeChatRequest, type NormalizedChatRequest } from "./request.js";
 import { RECORD_VERSION, type CompletionRecord } from "./record.js";
 import { completionTarget, type CompletionTarget, type CompletionTargetLike, type TargetChatInfo, type TargetRequest } from "./target.js";
@@ -30,8 +31,17 @@ export interface CompletionOptions {
    * Default false: text from messages is never tokenized as control tokens.
    */
   specialTokensInMessages?: boolean;
-  /** Render budgets for the chat template (steps, output size, nesting); defaults in template/limits.ts. */
+  /** Render budgets for the chat template (steps, output size, nesting); defaults in jinja/limits.ts. */
   templateLimits?: TemplateLimits;
+}
+
+/** Not public: what the server adds (an object of this type passes as `CompletionOptions`). */
+export interface PlannedCompletionOptions extends CompletionOptions {
+  /**
+   * Builds the chat plan somewhere else than here and now (the server's runs in a worker thread,
+   * so a cold plan never blocks its event loop). Default: at once, on this thread.
+   */
+  planner?: ChatPlanner;
 }
 
 /** The chunks of a streamed completion; `completion` resolves to the assembled `chat.completion`. */
@@ -48,6 +58,15 @@ function templateFor(info: TargetChatInfo, r: NormalizedChatRequest): string {
   return t;
 }
 
+/**
+ * The request's sampling as a target takes it: every field it sets, carried whole (`pickSampling`);
+ * the seed as uint32, log probabilities only when asked for.
+ */
+export function targetSampling(r: NormalizedChatRequest): Pick<TargetRequest, SamplingKey> {
+  const { logprobs, topLogprobs, seed, ...sampling } = pickSampling(r);
+  return { ...sampling, ...(seed !== undefined ? { seed: seed >>> 0 } : {}), ...(logprobs === true ? { logprobs: true, topLogprobs: topLogprobs ?? 0 } : {}) };
+}
+
 interface Prepared {
   /** One per choice at least (n > 1 runs choice i on targets[i]). */
   targets: CompletionTarget[];
@@ -59,26 +78,24 @@ interface Prepared {
   acquire?: () => { targets: CompletionTarget[]; release: () => void };
 }
 
-function prepareWith(targets: CompletionTarget[], r: NormalizedChatRequest, info: TargetChatInfo, options: CompletionOptions): Prepared {
-  const plan = buildCompletionPlan(templateFor(info, r), r, { bos: info.bos, eos: info.eos }, options.templateLimits);
-  const segments = options.specialTokensInMessages === true ? [] : segmentByteRanges(plan.prompt, plan.promptSegments);
-  // n > 1: each choice its own seed (the request's + index, else random), so the choices differ.
-  const seed = r.seed !== undefined ? r.seed >>> 0 : r.n > 1 ? randomBytes(4).readUInt32LE(0) : undefined;
+function prepareWith(targets: CompletionTarget[], r: NormalizedChatRequest, info: TargetChatInfo, options: PlannedCompletionOptions): Prepared | Promise<Prepared> {
+  const template = templateFor(info, r);
+  const specials = { bos: info.bos, eos: info.eos };
+  if (options.planner !== undefined) return buildCompletionPlanWith(options.planner, template, r, specials, options.templateLimits).then((plan) => preparedWith(targets, r, info, options, plan));
+  return preparedWith(targets, r, info, options, buildCompletionPlan(template, r, specials, options.templateLimits));
+}
+
+function preparedWith(targets: CompletionTarget[], r: NormalizedChatRequest, info: TargetChatInfo, options: CompletionOptions, plan: CompletionPlan): Prepared {
+  // The message ranges in both units: a local target slices the string, llama-server takes bytes.
+  const textSegments = options.specialTokensInMessages === true ? [] : plan.promptSegments;
   const request: TargetRequest = {
-    prompt: segments.length > 0 ? { text: plan.prompt, segments } : { text: plan.prompt },
+    prompt: textSegments.length > 0 ? { text: plan.prompt, segments: segmentByteRanges(plan.prompt, textSegments), textSegments } : { text: plan.prompt },
     grammar: plan.grammar,
     preservedTokens: plan.chat.preservedTokens,
+    ...targetSampling(r),
+    // n > 1: each choice its own seed (the request's + index, else random), so the choices differ.
+    ...(r.seed === undefined && r.n > 1 ? { seed: randomBytes(4).readUInt32LE(0) } : {}),
     ...(r.maxTokens !== undefined ? { maxTokens: r.maxTokens } : {}),
-    ...(r.temperature !== undefined ? { temperature: r.temperature } : {}),
-    ...(r.topP !== undefined ? { topP: r.topP } : {}),
-    ...(r.topK !== undefined ? { topK: r.topK } : {}),
-    ...(r.minP !== undefined ? { minP: r.minP } : {}),
-    ...(r.repeatPenalty !== undefined ? { repeatPenalty: r.repeatPenalty } : {}),
-    ...(r.frequencyPenalty !== undefined ? { frequencyPenalty: r.frequencyPenalty } : {}),
-    ...(r.presencePenalty !== undefined ? { presencePenalty: r.presencePenalty } : {}),
-    ...(r.logitBias !== undefined ? { logitBias: r.logitBias } : {}),
-    ...(r.logprobs ? { logprobs: true, topLogprobs: r.topLogprobs } : {}),
-    ...(seed !== undefined ? { seed } : {}),
     ...(r.signal !== undefined ? { signal: r.signal } : {}),
   };
   const meta = { id: randomId("chatcmpl-"), created: Math.floor(Date.now() / 1000), model: r.model ?? info.name };
@@ -141,14 +158,15 @@ function choiceTargets(targetLike: CompletionTargets, n: number): ChoiceTargets 
 }
 
 /** Checks the request and builds the plan: at once when the target answers `chatInfo()` synchronously. */
-function prepare(targetLike: CompletionTargets, request: ChatCompletionRequest, options: CompletionOptions): Prepared | Promise<Prepared> {
+function prepare(targetLike: CompletionTargets, request: ChatCompletionRequest, options: PlannedCompletionOptions): Prepared | Promise<Prepared> {
   if (targetLike === null || typeof targetLike !== "object") completionTarget(targetLike as CompletionTargetLike); // throws, naming the target
   const r = normalizeChatRequest(request);
   const choices = choiceTargets(targetLike, r.n);
   const info = choices.info.chatInfo();
-  const done = (i: TargetChatInfo): Prepared => {
+  const withAcquire = (p: Prepared): Prepared => (choices.acquire === undefined ? p : { ...p, acquire: choices.acquire });
+  const done = (i: TargetChatInfo): Prepared | Promise<Prepared> => {
     const p = prepareWith(choices.targets ?? [], r, i, options);
-    return choices.acquire === undefined ? p : { ...p, acquire: choices.acquire };
+    return p instanceof Promise ? p.then(withAcquire) : withAcquire(p);
   };
   return info instanceof Promise ? info.then(done) : done(info);
 }

@@ -3,6 +3,7 @@
  * Completions): every field is honoured, accepted and ignored by design, or refused with a 400
  * naming it, and an unknown field is refused too. The same rule kinds as request-fields.ts.
  */
+import { SAMPLING_REQUEST_KEYS } from "../llama/sampling-params.js";
 import { invalidRequest } from "./errors.js";
 
 export type FieldRule =
@@ -31,5 +32,8 @@ export function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === "object" && v !== null && !Array.isArray(v);
 }
 
+/** The Chat Completions sampling keys that are not OpenAI's own on every endpoint (llama.cpp's extensions, seed, the penalties). */
+export const SAMPLING_EXTENSION_KEYS: readonly string[] = SAMPLING_REQUEST_KEYS.filter((k) => k !== "temperature" && k !== "top_p");
+
 /** The sampling extensions every endpoint passes through to Chat Completions as they are. */
-export const SAMPLING_EXTENSIONS = ["top_k", "min_p", "repeat_penalty", "seed", "frequency_penalty", "presence_penalty", "chat_template", "chat_template_kwargs"] as const;
+export const SAMPLING_EXTENSIONS: readonly string[] = [...SAMPLING_EXTENSION_KEYS, "chat_template", "chat_template_kwargs"];

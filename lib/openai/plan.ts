@@ -3,16 +3,14 @@
  * `applyChatTemplate`), the sampler's grammar, and the plan as JSON for record / replay. Nothing
  * about the plan is decided here.
  */
-import { applyNormalized, type AppliedChatPlan } from "../chat/apply/index.js";
-import type { ChatPlan } from "../chat/plan.js";
-import type { PromptSegment } from "../chat/prompt.js";
-import type { TemplateLimits } from "../chat/template/limits.js";
+import { applyNormalized, type AppliedChatPlan, type NormalizedApplyRequest } from "../chat/apply/index.js";
+import { grammarFields, samplingGrammar, type ChatPlan, type SamplingGrammar } from "../chat/plan.js";
+import type { PromptTextSegment } from "../chat/prompt.js";
+import type { TemplateLimits } from "../jinja/index.js";
 import { LlamapegError } from "../errors.js";
 import { PegArena } from "../peg/arena.js";
 import type { PegArenaJson } from "../peg/index.js";
 import type { NormalizedChatRequest } from "./request.js";
-import type { SamplingGrammar } from "./target.js";
-
 export type { SamplingGrammar };
 
 /** Everything about a plan that can be written to JSON and read back (record/replay). */
@@ -32,7 +30,7 @@ export interface PlanRecord {
 export interface CompletionPlan {
   prompt: string;
   /** The message text in `prompt` (tokenized without special-token parsing). */
-  promptSegments: PromptSegment[];
+  promptSegments: PromptTextSegment[];
   chat: AppliedChatPlan;
   /** null: sample freely (no plan grammar, or the request's `grammar: false`). */
   grammar: SamplingGrammar | null;
@@ -41,19 +39,36 @@ export interface CompletionPlan {
   record(): PlanRecord;
 }
 
-/** The plan for one request on `template`, with the target's BOS / EOS texts (and render budgets). */
-export function buildCompletionPlan(template: string, r: NormalizedChatRequest, specials: { bos: string; eos: string }, templateLimits?: TemplateLimits): CompletionPlan {
-  const chat = applyNormalized(template, {
+/** What `applyNormalized` takes for this request on a target with these BOS / EOS texts (and render budgets). */
+export function applyRequestOf(r: NormalizedChatRequest, specials: { bos: string; eos: string }, templateLimits?: TemplateLimits): NormalizedApplyRequest {
+  return {
     ...r.chat,
     bosToken: specials.bos,
     eosToken: specials.eos,
     now: new Date(),
     ...(templateLimits !== undefined ? { templateLimits } : {}),
-  });
-  const grammar: SamplingGrammar | null =
-    r.grammar && chat.grammar !== ""
-      ? { gbnf: chat.grammar, lazy: chat.grammarLazy, triggers: chat.grammarLazy ? chat.grammarTriggers : [], prefill: chat.grammarPrefill ?? "" }
-      : null;
+  };
+}
+
+/** The plan for one request on `template`, with the target's BOS / EOS texts (and render budgets). */
+export function buildCompletionPlan(template: string, r: NormalizedChatRequest, specials: { bos: string; eos: string }, templateLimits?: TemplateLimits): CompletionPlan {
+  return completionPlanOf(applyNormalized(template, applyRequestOf(r, specials, templateLimits)), r);
+}
+
+/**
+ * Builds the chat plan as `applyNormalized` does, possibly elsewhere (the server's runs in a worker
+ * thread, lib/server/plan-worker.ts, so a cold plan never blocks its event loop).
+ */
+export type ChatPlanner = (template: string, req: NormalizedApplyRequest) => Promise<AppliedChatPlan>;
+
+/** `buildCompletionPlan` with the chat plan from `planner`. */
+export async function buildCompletionPlanWith(planner: ChatPlanner, template: string, r: NormalizedChatRequest, specials: { bos: string; eos: string }, templateLimits?: TemplateLimits): Promise<CompletionPlan> {
+  return completionPlanOf(await planner(template, applyRequestOf(r, specials, templateLimits)), r);
+}
+
+/** The completion plan of a chat plan built for `r`. */
+function completionPlanOf(chat: AppliedChatPlan, r: NormalizedChatRequest): CompletionPlan {
+  const grammar: SamplingGrammar | null = r.grammar ? samplingGrammar(chat) : null;
   return {
     prompt: chat.prompt,
     promptSegments: chat.promptSegments ?? [],
@@ -82,10 +97,7 @@ export function planFromRecord(record: PlanRecord): ChatPlan {
   return {
     prompt: "",
     format: record.format,
-    grammar: record.grammar?.gbnf ?? "",
-    grammarLazy: record.grammar?.lazy ?? false,
-    grammarTriggers: record.grammar?.triggers ?? [],
-    grammarPrefill: record.grammar?.prefill ?? "",
+    ...grammarFields(record.grammar),
     preservedTokens: record.preservedTokens,
     additionalStops: record.additionalStops,
     generationPrompt: record.generationPrompt,

@@ -5,6 +5,7 @@
  * when it asks for something this build cannot do. Nothing is dropped silently: an unknown field is
  * refused too, as OpenAI refuses it.
  */
+import { SAMPLING_REQUEST_KEYS } from "../llama/sampling-params.js";
 import { invalidRequest } from "./errors.js";
 
 type Rule =
@@ -60,16 +61,15 @@ export const REQUEST_FIELDS: Readonly<Record<string, Rule>> = {
   moderation: unsupported("there is no moderation model"),
   functions: unsupported("deprecated by OpenAI: use tools"),
   function_call: unsupported("deprecated by OpenAI: use tool_choice"),
-  // llama.cpp sampling extensions
-  top_k: honoured,
-  min_p: honoured,
-  repeat_penalty: honoured,
+  // the sampling fields of lib/llama/sampling-params.ts (OpenAI's, and llama.cpp's extensions)
+  ...Object.fromEntries(SAMPLING_REQUEST_KEYS.map((k) => [k, honoured])),
   // llamapeg extensions (see types.ts)
   reasoning_format: honoured,
   chat_template_kwargs: honoured,
   chat_template: honoured,
   grammar: honoured,
   calls_only: honoured,
+  reference_mode: honoured,
   signal: honoured,
 };
 

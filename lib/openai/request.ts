@@ -4,24 +4,20 @@
  */
 import { normalizeApplyRequest, type ApplyChatRequest, type NormalizedApplyRequest } from "../chat/apply/index.js";
 import { invalidRequest } from "./errors.js";
+import { samplingFromRequest, type SamplingOptions } from "../llama/sampling-params.js";
 import { checkRequestSize } from "./request-limits.js";
 import { checkRequestFields, resolveAllowedTools, thinkingFromEffort } from "./request-fields.js";
 import type { ChatCompletionRequest } from "./types.js";
 
-export interface NormalizedChatRequest {
+/**
+ * The checked request: the chat part, the sampling (`SamplingOptions`, lib/llama/sampling-params.ts:
+ * the fields a request sets, carried on as they are with `pickSampling`), and the transport.
+ */
+export interface NormalizedChatRequest extends SamplingOptions {
   /** The chat part, checked by the chat layer's one validator (BOS/EOS texts come from the target). */
   chat: NormalizedApplyRequest;
   model: string | undefined;
   maxTokens: number | undefined;
-  temperature: number | undefined;
-  topP: number | undefined;
-  /** llama.cpp extensions. */
-  topK: number | undefined;
-  minP: number | undefined;
-  repeatPenalty: number | undefined;
-  /** OpenAI's penalties, -2..2 (llama.cpp's over the last 64 tokens). */
-  frequencyPenalty: number | undefined;
-  presencePenalty: number | undefined;
   /** token id -> bias, -100..100 (ids range-checked by the target against its vocabulary). */
   logitBias: Map<number, number> | undefined;
   logprobs: boolean;
@@ -29,7 +25,8 @@ export interface NormalizedChatRequest {
   topLogprobs: number;
   /** Choices to generate, each on its own sequence (1..128). */
   n: number;
-  seed: number | undefined;
+  /** Any integer (a target takes it modulo 2^32). */
+  seed?: number;
   stop: string[];
   stream: boolean;
   includeUsage: boolean;
@@ -66,7 +63,7 @@ function logitBiasOf(v: unknown): Map<number, number> | undefined {
 }
 
 /** The fields of an OpenAI request the chat layer reads (the rest are sampling and transport). */
-const CHAT_FIELDS = ["messages", "tools", "tool_choice", "parallel_tool_calls", "response_format", "reasoning_format", "chat_template_kwargs", "calls_only"] as const;
+const CHAT_FIELDS = ["messages", "tools", "tool_choice", "parallel_tool_calls", "response_format", "reasoning_format", "chat_template_kwargs", "calls_only", "reference_mode"] as const;
 
 /**
  * Checks an OpenAI chat request before anything is generated: the chat fields through the chat
@@ -112,18 +109,11 @@ export function normalizeChatRequest(raw: ChatCompletionRequest): NormalizedChat
     chat,
     model: r.model as string | undefined,
     maxTokens,
-    temperature: optNumber(r, "temperature", 0, 2),
-    topP: optNumber(r, "top_p", 0, 1),
-    topK: optNumber(r, "top_k", 0, 2 ** 30, true),
-    minP: optNumber(r, "min_p", 0, 1),
-    repeatPenalty: optNumber(r, "repeat_penalty", Number.MIN_VALUE, 100),
-    frequencyPenalty: optNumber(r, "frequency_penalty", -2, 2),
-    presencePenalty: optNumber(r, "presence_penalty", -2, 2),
+    ...samplingFromRequest((key, min, max, integer) => optNumber(r, key, min, max, integer)),
     logitBias: logitBiasOf(r.logit_bias),
     logprobs,
     topLogprobs: topLogprobs ?? 0,
     n,
-    seed: optNumber(r, "seed", -(2 ** 53), 2 ** 53, true),
     stop,
     stream,
     includeUsage: isObject(streamOptions) && streamOptions.include_usage === true,

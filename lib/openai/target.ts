@@ -21,60 +21,48 @@
  *    which resolves with the stats once the generation has ended, or rejects with its error.
  *    Leaving the iteration early (break) must end the generation too.
  */
-import type { GrammarTrigger } from "../chat/plan.js";
-import { tokenizeChatPrompt, tokenizeChatPromptAsync } from "../chat/prompt.js";
+import { tokenizeChatPrompt, tokenizeChatPromptAsync, type PromptByteSegment, type PromptTextSegment } from "../chat/prompt.js";
 import { LlamapegError } from "../errors.js";
 import { invalidRequest } from "./errors.js";
 import type { GenerateOptions, GrammarOptions } from "../llama/generate-options.js";
+import { pickSampling, type SamplingOptions } from "../llama/sampling-params.js";
+import { mapTriggers, modelVocabulary, singleToken } from "../llama/triggers.js";
+import type { SamplingGrammar } from "../chat/plan.js";
 import type { GeneratedToken, GenerationStats } from "../llama/generation.js";
 import type { Model } from "../llama/model.js";
 
-/** Bytes [start, end) of the prompt's UTF-8 encoding that came from a message value. */
-export interface PromptSegment {
-  start: number;
-  end: number;
-}
+export type { PromptByteSegment, PromptTextSegment };
 
-/** A rendered prompt. Without `segments`, all of it is template text (special tokens parsed everywhere). */
+/** @deprecated renamed `PromptByteSegment` (the plan's UTF-16 ranges are `PromptTextSegment`). */
+export type PromptSegment = PromptByteSegment;
+
+/**
+ * A rendered prompt. Without segments, all of it is template text (special tokens parsed
+ * everywhere). Each target reads the unit it tokenizes in: a local model slices the JS string
+ * (`textSegments`), llama-server takes bytes (`segments`); `createChatCompletion` passes both, so
+ * no target converts back.
+ */
 export interface PromptInput {
   text: string;
-  /** Message-value ranges, sorted and disjoint: tokenized with special-token parsing off. */
-  segments?: readonly PromptSegment[];
+  /** Message-value ranges as UTF-8 byte ranges, sorted and disjoint: tokenized with special-token parsing off. */
+  segments?: readonly PromptByteSegment[];
+  /** The same ranges in UTF-16 code units of `text` (when given, a local target uses these instead of converting `segments`). */
+  textSegments?: readonly PromptTextSegment[];
 }
 
-/** The sampler side of a plan. */
-export interface SamplingGrammar {
-  gbnf: string;
-  /** Apply `gbnf` only once a trigger appears in the output. */
-  lazy: boolean;
-  /** The plan's triggers (lazy only): words, patterns (`pattern_full` anchored), tokens by text. */
-  triggers: GrammarTrigger[];
-  /**
-   * Text the grammar consumes before the first sampled token (eager grammars; "" for none): the
-   * generation prompt, which the prompt already ends with. llama.cpp's prefill
-   * (`common_sampler_init`; llama-server: `generation_prompt` with `grammar_type: "tool_calls"`).
-   */
-  prefill: string;
-}
+export type { SamplingGrammar };
 
-export interface TargetRequest {
+/**
+ * One generation for a target: the plan's prompt, grammar and markers, and the request's sampling
+ * (`SamplingOptions`, lib/llama/sampling-params.ts, unset fields at their defaults).
+ */
+export interface TargetRequest extends SamplingOptions {
   prompt: PromptInput;
   /** null: sample freely. */
   grammar: SamplingGrammar | null;
   /** Marker texts the sampler keeps whole; the target keeps those that are one token for it. */
   preservedTokens: readonly string[];
   maxTokens?: number;
-  temperature?: number;
-  topP?: number;
-  /** llama.cpp's top_k (0 disables). */
-  topK?: number;
-  /** llama.cpp's min_p (0 disables). */
-  minP?: number;
-  /** llama.cpp's repeat_penalty over the last 64 tokens (1 disables). */
-  repeatPenalty?: number;
-  /** OpenAI's penalties (-2..2) over the last 64 tokens. */
-  frequencyPenalty?: number;
-  presencePenalty?: number;
   /** token id -> bias added to its logit; the target refuses ids outside its vocabulary (400 naming logit_bias). */
   logitBias?: ReadonlyMap<number, number>;
   /**
@@ -83,9 +71,6 @@ export interface TargetRequest {
    * naming logprobs).
    */
   logprobs?: boolean;
-  topLogprobs?: number;
-  /** uint32 */
-  seed?: number;
   signal?: AbortSignal;
 }
 
@@ -137,21 +122,6 @@ export function completionTarget(target: CompletionTargetLike): CompletionTarget
 }
 
 const decoder = new TextDecoder();
-/** Per model: marker text -> its token id when it is one token, else null. */
-const singleTokens = new WeakMap<Model, Map<string, number | null>>();
-
-function singleToken(model: Model, text: string): number | null {
-  let known = singleTokens.get(model);
-  if (known === undefined) singleTokens.set(model, (known = new Map()));
-  let id = known.get(text);
-  if (id === undefined) {
-    const ids = model.tokenize(text, { addSpecial: false, parseSpecial: true });
-    id = ids.length === 1 ? ids[0]! : null;
-    known.set(text, id);
-  }
-  return id;
-}
-
 function specialText(model: Model, id: number | null): string {
   return id === null ? "" : decoder.decode(model.tokenPiece(id, { special: true }));
 }
@@ -161,21 +131,27 @@ function specialText(model: Model, id: number | null): string {
  * only outside message segments.
  */
 export function tokenizePrompt(model: Model, prompt: PromptInput): number[] {
-  const segments = prompt.segments ?? [];
+  const segments = textSegmentsOf(prompt);
   if (segments.length === 0) return Array.from(model.tokenize(prompt.text, { addSpecial: true, parseSpecial: true }));
-  return Array.from(tokenizeChatPrompt(model, prompt.text, segmentUnitRanges(prompt.text, segments)));
+  return Array.from(tokenizeChatPrompt(model, prompt.text, segments));
 }
 
 /** `tokenizePrompt` off the JS thread for long prompts (the target's own tokenization). */
 export async function tokenizePromptAsync(model: Model, prompt: PromptInput): Promise<Int32Array> {
-  const segments = prompt.segments ?? [];
+  const segments = textSegmentsOf(prompt);
   if (segments.length === 0) return model.tokenizeAsync(prompt.text, { addSpecial: true, parseSpecial: true });
-  return tokenizeChatPromptAsync(model, prompt.text, segmentUnitRanges(prompt.text, segments));
+  return tokenizeChatPromptAsync(model, prompt.text, segments);
+}
+
+/** The message ranges in UTF-16 code units: `textSegments` as given, else `segments` converted. */
+function textSegmentsOf(prompt: PromptInput): readonly PromptTextSegment[] {
+  if (prompt.textSegments !== undefined) return prompt.textSegments;
+  return prompt.segments === undefined || prompt.segments.length === 0 ? [] : segmentUnitRanges(prompt.text, prompt.segments);
 }
 
 /** UTF-8 byte ranges of `text` as UTF-16 ranges (the local tokenizer slices JS strings). */
-function segmentUnitRanges(text: string, segments: readonly PromptSegment[]): PromptSegment[] {
-  const out: PromptSegment[] = [];
+function segmentUnitRanges(text: string, segments: readonly PromptByteSegment[]): PromptTextSegment[] {
+  const out: PromptTextSegment[] = [];
   let unit = 0;
   let byte = 0;
   const to = (target: number, i: number): number => {
@@ -199,32 +175,11 @@ function segmentUnitRanges(text: string, segments: readonly PromptSegment[]): Pr
   return out;
 }
 
-/** llama.cpp's trigger kinds on the native options: `pattern_full` anchored, `token` by id. */
-function nativeGrammar(model: Model, g: SamplingGrammar): GrammarOptions {
-  if (!g.lazy) return g.prefill === "" ? { gbnf: g.gbnf } : { gbnf: g.gbnf, prefill: g.prefill };
-  const triggerWords: string[] = [];
-  const triggerPatterns: string[] = [];
-  const triggerTokens: number[] = [];
-  for (const t of g.triggers) {
-    switch (t.type) {
-      case "word":
-        triggerWords.push(t.value);
-        break;
-      case "pattern":
-        triggerPatterns.push(t.value);
-        break;
-      case "pattern_full":
-        triggerPatterns.push(`${t.value.startsWith("^") ? "" : "^"}${t.value}${t.value.endsWith("$") ? "" : "$"}`);
-        break;
-      case "token": {
-        const id = t.token ?? singleToken(model, t.value);
-        if (id !== null) triggerTokens.push(id);
-        else triggerWords.push(t.value);
-        break;
-      }
-    }
-  }
-  return { gbnf: g.gbnf, lazy: true, triggerWords, triggerPatterns, triggerTokens };
+/** The plan's grammar on the native options, its triggers mapped onto the model's vocabulary (triggers.ts). */
+function nativeGrammar(model: Model, g: SamplingGrammar): { grammar: GrammarOptions; preserve: string[] } {
+  if (!g.lazy) return { grammar: g.prefill === "" ? { gbnf: g.gbnf } : { gbnf: g.gbnf, prefill: g.prefill }, preserve: [] };
+  const mapped = mapTriggers(g.triggers, modelVocabulary(model));
+  return { grammar: { gbnf: g.gbnf, lazy: true, triggerPatterns: mapped.patterns, triggerTokens: mapped.tokens }, preserve: mapped.preserve.map((p) => p.text) };
 }
 
 /** `CompletionTarget` over a `Context` or a `Sequence`: tokenizes with the model, generates locally. */
@@ -253,22 +208,19 @@ class TokenGeneratorTarget implements CompletionTarget {
         if (!Number.isInteger(id) || id < 0 || id >= model.vocabSize) invalidRequest("logit_bias", `token id ${id} is not in this model's vocabulary (0..${model.vocabSize - 1})`);
       }
     }
+    // logit bias and log probabilities as the target contract reads them (an empty bias, or
+    // topLogprobs without logprobs, asks for nothing)
+    const { logitBias: _bias, logprobs: _logprobs, topLogprobs: _top, ...sampling } = pickSampling(request);
+    const grammar = request.grammar !== null ? nativeGrammar(model, request.grammar) : null;
     const options: GenerateOptions = {
+      ...sampling,
       ...(request.maxTokens !== undefined ? { maxTokens: request.maxTokens } : {}),
-      ...(request.temperature !== undefined ? { temperature: request.temperature } : {}),
-      ...(request.topP !== undefined ? { topP: request.topP } : {}),
-      ...(request.topK !== undefined ? { topK: request.topK } : {}),
-      ...(request.minP !== undefined ? { minP: request.minP } : {}),
-      ...(request.repeatPenalty !== undefined ? { repeatPenalty: request.repeatPenalty } : {}),
-      ...(request.frequencyPenalty !== undefined ? { frequencyPenalty: request.frequencyPenalty } : {}),
-      ...(request.presencePenalty !== undefined ? { presencePenalty: request.presencePenalty } : {}),
       ...(bias !== undefined && bias.size > 0 ? { logitBias: new Map(bias) } : {}),
       ...(request.logprobs === true ? { logprobs: true, topLogprobs: request.topLogprobs ?? 0 } : {}),
-      ...(request.seed !== undefined ? { seed: request.seed } : {}),
       ...(request.signal !== undefined ? { signal: request.signal } : {}),
-      ...(request.grammar !== null ? { grammar: nativeGrammar(model, request.grammar) } : {}),
+      ...(grammar !== null ? { grammar: grammar.grammar } : {}),
       // The native sampler keeps only single tokens whole; llama.cpp skips the others too.
-      preservedTokens: request.preservedTokens.filter((t) => singleToken(model, t) !== null),
+      preservedTokens: [...new Set([...request.preservedTokens.filter((t) => singleToken(model, t) !== null), ...(grammar?.preserve ?? [])])],
     };
     // A long prompt tokenizes on a native thread: the event loop keeps running meanwhile.
     const ids = await tokenizePromptAsync(model, request.prompt);

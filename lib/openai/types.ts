@@ -94,6 +94,11 @@ export interface ChatCompletionRequest {
    * false opts in to llama.cpp's grammar, which lets free text come first.
    */
   calls_only?: boolean;
+  /**
+   * llamapeg: build the plan as llama.cpp does (its printing, grammar and parser, no repairs):
+   * the reference-identical mode (docs/apply.md). Default false.
+   */
+  reference_mode?: boolean;
   /** llamapeg: aborts the generation. */
   signal?: AbortSignal;
 }

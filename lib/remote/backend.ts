@@ -10,7 +10,8 @@
  * streams every token and the chunks match an in-process run token for token.
  */
 import { LlamapegError } from "../errors.js";
-import { escapeRegex } from "../llama/generate-options.js";
+import { mapTriggersAsync } from "../llama/triggers.js";
+import { serverSampling } from "../llama/sampling-params.js";
 import { invalidRequest } from "../openai/errors.js";
 import type { CompletionTarget, PromptInput, SamplingGrammar, TargetChatInfo, TargetRequest } from "../openai/target.js";
 import { RemoteError } from "./errors.js";
@@ -227,15 +228,8 @@ export class LlamaServerBackend implements CompletionTarget {
       cache_prompt: this.#cachePrompt,
       response_fields: FINAL_FIELDS,
       n_predict: request.maxTokens ?? -1,
-      seed: request.seed ?? -1,
-      temperature: request.temperature ?? 0.8,
-      top_k: request.topK ?? 40,
-      top_p: request.topP ?? 0.95,
-      min_p: request.minP ?? 0.05,
-      repeat_penalty: request.repeatPenalty ?? 1,
-      repeat_last_n: 64,
-      presence_penalty: request.presencePenalty ?? 0,
-      frequency_penalty: request.frequencyPenalty ?? 0,
+      // the in-process defaults (lib/llama/sampling-params.ts) where the request sets nothing
+      ...serverSampling(request),
       // llama-server's array form: [[token id, bias], ...] (it skips ids outside its vocabulary)
       logit_bias: request.logitBias === undefined ? [] : [...request.logitBias],
       dry_multiplier: 0,
@@ -284,17 +278,15 @@ export class LlamaServerBackend implements CompletionTarget {
   }
 
   /**
-   * The grammar and marker fields for this server's vocabulary, mapped the way the in-process
-   * target maps them (lib/openai/target.ts and lib/llama/generate-options.ts): a word that is one
-   * control token triggers as that token and is kept whole; other words are text patterns;
-   * `pattern_full` is an anchored pattern; a token trigger by text is its id when it is one token.
+   * The grammar and marker fields for this server's vocabulary: the triggers mapped by the one
+   * mapping the in-process target uses too (lib/llama/triggers.ts), over this server's /tokenize.
    */
   async #samplingFields(server: RemoteServer, request: TargetRequest, signal?: AbortSignal): Promise<{ fields: Record<string, unknown>; holdTokens: Set<number> }> {
     const single = async (text: string): Promise<number | null> => {
       const ids = await server.tokenize(text, { addSpecial: false, parseSpecial: true }, signal);
       return ids.length === 1 ? ids[0]! : null;
     };
-    const control = async (text: string, id: number): Promise<boolean> => {
+    const control = async (id: number, text: string): Promise<boolean> => {
       // Control tokens are matched in text only with special-token parsing on.
       const plain = await server.tokenize(text, { addSpecial: false, parseSpecial: false }, signal);
       return !(plain.length === 1 && plain[0] === id);
@@ -319,35 +311,11 @@ export class LlamaServerBackend implements CompletionTarget {
       return { fields, holdTokens };
     }
     fields.grammar_lazy = true;
-    const triggers: TriggerJson[] = [];
-    const word = async (text: string) => {
-      const id = await single(text);
-      if (id !== null && (await control(text, id))) {
-        triggers.push({ type: TRIGGER_TOKEN, value: text, token: id });
-        if (!preserved.includes(text)) preserved.push(text);
-        holdTokens.add(id);
-      } else {
-        triggers.push({ type: TRIGGER_PATTERN, value: escapeRegex(text) });
-      }
-    };
-    for (const t of g.triggers) {
-      switch (t.type) {
-        case "word":
-          await word(t.value);
-          break;
-        case "pattern":
-          triggers.push({ type: TRIGGER_PATTERN, value: t.value });
-          break;
-        case "pattern_full":
-          triggers.push({ type: TRIGGER_PATTERN, value: `${t.value.startsWith("^") ? "" : "^"}${t.value}${t.value.endsWith("$") ? "" : "$"}` });
-          break;
-        case "token": {
-          const id = t.token ?? (await single(t.value));
-          if (id !== null) triggers.push({ type: TRIGGER_TOKEN, value: t.value, token: id });
-          else await word(t.value);
-          break;
-        }
-      }
+    const mapped = await mapTriggersAsync(g.triggers, { singleToken: single, isControl: control });
+    const triggers: TriggerJson[] = mapped.triggers.map((t) => ("pattern" in t ? { type: TRIGGER_PATTERN, value: t.pattern } : { type: TRIGGER_TOKEN, value: t.text, token: t.token }));
+    for (const p of mapped.preserve) {
+      if (!preserved.includes(p.text)) preserved.push(p.text);
+      holdTokens.add(p.id);
     }
     fields.grammar_triggers = triggers;
     return { fields, holdTokens };

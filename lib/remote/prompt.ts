@@ -20,19 +20,26 @@
  * per template/message part: message text stays plain, but the ids may differ from in-process at
  * the part boundaries.
  */
+import { segmentByteRanges } from "../chat/prompt.js";
 import { LlamapegError } from "../errors.js";
-import type { PromptInput, PromptSegment } from "../openai/target.js";
+import type { PromptInput, PromptByteSegment } from "../openai/target.js";
 import type { RemoteServer } from "./server.js";
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
+
+/** The message ranges in bytes: `segments` as given, else the UTF-16 `textSegments` converted. */
+function byteSegmentsOf(prompt: PromptInput): readonly PromptByteSegment[] {
+  if (prompt.segments !== undefined) return prompt.segments;
+  return prompt.textSegments === undefined ? [] : segmentByteRanges(prompt.text, prompt.textSegments);
+}
 
 export interface PromptPart {
   text: string;
   parseSpecial: boolean;
 }
 
-function checkSegments(segments: readonly PromptSegment[], size: number): void {
+function checkSegments(segments: readonly PromptByteSegment[], size: number): void {
   let at = 0;
   for (const s of segments) {
     if (!Number.isInteger(s.start) || !Number.isInteger(s.end) || s.start < at || s.end < s.start || s.end > size) {
@@ -44,7 +51,7 @@ function checkSegments(segments: readonly PromptSegment[], size: number): void {
 
 /** The prompt cut at its message segments: template parts parse special tokens, message parts do not. */
 export function promptParts(prompt: PromptInput): PromptPart[] {
-  const segments = prompt.segments ?? [];
+  const segments = byteSegmentsOf(prompt);
   if (segments.length === 0) return [{ text: prompt.text, parseSpecial: true }];
   const bytes = encoder.encode(prompt.text);
   checkSegments(segments, bytes.length);
@@ -85,11 +92,11 @@ export function alignPieces(bytes: Uint8Array, tokens: readonly { id: number; pi
   return at === bytes.length ? out : null;
 }
 
-const overlaps = (segments: readonly PromptSegment[], start: number, end: number): boolean => segments.some((s) => s.end > s.start && s.start < end && s.end > start);
+const overlaps = (segments: readonly PromptByteSegment[], start: number, end: number): boolean => segments.some((s) => s.end > s.start && s.start < end && s.end > start);
 
 /** Token ids of the prompt on `server`, as in-process (see the module comment). */
 export async function tokenizeRemotePrompt(server: RemoteServer, prompt: PromptInput, signal?: AbortSignal): Promise<number[]> {
-  const segments = prompt.segments ?? [];
+  const segments = byteSegmentsOf(prompt);
   if (segments.length === 0) return server.tokenize(prompt.text, { addSpecial: true, parseSpecial: true }, signal);
   const bytes = encoder.encode(prompt.text);
   checkSegments(segments, bytes.length);

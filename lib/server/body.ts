@@ -5,7 +5,7 @@
  */
 import type { IncomingMessage } from "node:http";
 
-import { findJsonSyntaxError, lineColumn } from "../cli/json-syntax.js";
+import { findJsonSyntaxError, lineColumn } from "../json-syntax.js";
 import { HttpError } from "./http-error.js";
 
 function tooLarge(limit: number): HttpError {

@@ -6,16 +6,19 @@
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 
-import type { TemplateLimits } from "../chat/template/limits.js";
+import type { TemplateLimits } from "../jinja/index.js";
 import { createChatCompletion, normalizeChatRequest, type ChatCompletionRequest } from "../openai/index.js";
+import type { ChatPlanner } from "../openai/plan.js";
 import { parseJsonBody, readBody } from "./body.js";
+import { plannedOptions } from "./plan-worker.js";
 import { HttpError, httpErrorOf } from "./http-error.js";
+import { onSlots } from "./chat-run.js";
 import { sendJson } from "./respond.js";
 import type { SlotPool } from "./slots.js";
 import { SseWriter } from "./sse-writer.js";
 import type { CompletionTarget } from "./target.js";
 
-/** Render budgets for templates sent by clients (see template/limits.ts for the defaults). */
+/** Render budgets for templates sent by clients (see jinja/limits.ts for the defaults). */
 export const REQUEST_TEMPLATE_LIMITS: TemplateLimits = Object.freeze({ maxSteps: 500_000, maxOutputLength: 4 * 1024 * 1024, maxAllocation: 32 * 1024 * 1024 });
 
 export interface ChatRouteContext {
@@ -26,6 +29,8 @@ export interface ChatRouteContext {
   shutdown: AbortSignal;
   /** `chat_template` from clients (off by default: a template is code). */
   allowRequestTemplates: boolean;
+  /** Builds chat plans off the event loop (plan-worker.ts). */
+  planner?: ChatPlanner;
 }
 
 export async function chatCompletions(req: IncomingMessage, res: ServerResponse, ctx: ChatRouteContext): Promise<number> {
@@ -39,56 +44,41 @@ export async function chatCompletions(req: IncomingMessage, res: ServerResponse,
   const { n, chatTemplate } = normalizeChatRequest(request);
   // A client's template gets a tenth of the default step budget: it runs on the event loop, and
   // /health must not wait a quarter of a second behind each one.
-  const options = chatTemplate !== undefined ? { templateLimits: REQUEST_TEMPLATE_LIMITS } : {};
+  const options = plannedOptions(ctx.planner, chatTemplate !== undefined ? { templateLimits: REQUEST_TEMPLATE_LIMITS } : {});
   if (n > ctx.pool.size) {
     throw new HttpError(400, "invalid_request_error", `n: n=${n} needs ${n} free sequences; this server has --parallel ${ctx.pool.size}`, { param: "n", code: "ERR_INVALID_REQUEST" });
   }
 
-  const abort = new AbortController();
-  const onClose = () => {
-    if (!res.writableFinished) abort.abort(new Error("the client closed the connection"));
-  };
-  res.on("close", onClose);
-  const onShutdown = () => abort.abort(new Error("the server is shutting down"));
-  ctx.shutdown.addEventListener("abort", onShutdown, { once: true });
-  try {
-    const leases = await ctx.pool.acquireMany(n, abort.signal);
+  return onSlots(res, ctx, n, async (slots, signal) => {
     // n > 1: choice i runs on the i-th slot
-    const slot = n === 1 ? leases[0]!.slot : leases.map((l) => l.slot);
-    try {
-      if (request.stream !== true) {
-        const completion = await createChatCompletion(slot, { ...request, stream: false, signal: abort.signal }, options);
-        sendJson(res, 200, completion);
-        return 200;
-      }
-      const chunks = createChatCompletion(slot, { ...request, stream: true, signal: abort.signal }, options)[Symbol.asyncIterator]();
-      // The first chunk comes once the target has taken the request, so what the target refuses (a
-      // logit_bias id outside its vocabulary, logprobs on llama-server) is still a 400, before the headers.
-      let step = await chunks.next();
-      const sse = new SseWriter(res);
-      sse.start();
-      try {
-        for (; !step.done; step = await chunks.next()) {
-          // Leaving the loop closes the stream, which stops the generation before the slot is freed.
-          if (!(await sse.event(step.value))) {
-            await chunks.return?.();
-            break;
-          }
-        }
-        await sse.done();
-      } catch (e) {
-        // Headers are out: the error goes as an SSE event in OpenAI's error shape, without [DONE].
-        if (!sse.closed) {
-          await sse.event(httpErrorOf(e).body);
-          res.end();
-        }
-      }
+    const slot = n === 1 ? slots[0]! : slots;
+    if (request.stream !== true) {
+      const completion = await createChatCompletion(slot, { ...request, stream: false, signal }, options);
+      sendJson(res, 200, completion);
       return 200;
-    } finally {
-      for (const l of leases) l.release();
     }
-  } finally {
-    res.off("close", onClose);
-    ctx.shutdown.removeEventListener("abort", onShutdown);
-  }
+    const chunks = createChatCompletion(slot, { ...request, stream: true, signal }, options)[Symbol.asyncIterator]();
+    // The first chunk comes once the target has taken the request, so what the target refuses (a
+    // logit_bias id outside its vocabulary, logprobs on llama-server) is still a 400, before the headers.
+    let step = await chunks.next();
+    const sse = new SseWriter(res);
+    sse.start();
+    try {
+      for (; !step.done; step = await chunks.next()) {
+        // Leaving the loop closes the stream, which stops the generation before the slot is freed.
+        if (!(await sse.event(step.value))) {
+          await chunks.return?.();
+          break;
+        }
+      }
+      await sse.done();
+    } catch (e) {
+      // Headers are out: the error goes as an SSE event in OpenAI's error shape, without [DONE].
+      if (!sse.closed) {
+        await sse.event(httpErrorOf(e).body);
+        res.end();
+      }
+    }
+    return 200;
+  });
 }

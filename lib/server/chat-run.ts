@@ -8,6 +8,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 
 import { LlamapegError } from "../errors.js";
 import { parseJsonBody, readBody } from "./body.js";
+import type { ChatPlanner } from "../openai/plan.js";
 import type { SlotPool } from "./slots.js";
 import type { CompletionTarget } from "./target.js";
 
@@ -17,6 +18,8 @@ export interface RouteContext {
   modelId: string;
   /** Aborted when the server closes. */
   shutdown: AbortSignal;
+  /** Builds chat plans off the event loop (plan-worker.ts). */
+  planner?: ChatPlanner;
 }
 
 /** The JSON body without `signal` (the in-process API's; over HTTP the connection is the signal). */
@@ -27,10 +30,11 @@ export async function readJsonRequest(req: IncomingMessage, ctx: RouteContext): 
 }
 
 /**
- * Runs `fn` on a free slot with a signal that aborts when the client closes the connection or the
- * server shuts down; the slot is free again when `fn` has settled.
+ * Runs `fn` on `n` free slots (taken at once, in arrival order) with a signal that aborts when the
+ * client closes the connection or the server shuts down; the slots are free again when `fn` has
+ * settled.
  */
-export async function onSlot<T>(res: ServerResponse, ctx: RouteContext, fn: (slot: CompletionTarget, signal: AbortSignal) => Promise<T>): Promise<T> {
+export async function onSlots<T>(res: ServerResponse, ctx: Pick<RouteContext, "pool" | "shutdown">, n: number, fn: (slots: CompletionTarget[], signal: AbortSignal) => Promise<T>): Promise<T> {
   const abort = new AbortController();
   const onClose = () => {
     if (!res.writableFinished) abort.abort(new Error("the client closed the connection"));
@@ -39,16 +43,21 @@ export async function onSlot<T>(res: ServerResponse, ctx: RouteContext, fn: (slo
   const onShutdown = () => abort.abort(new Error("the server is shutting down"));
   ctx.shutdown.addEventListener("abort", onShutdown, { once: true });
   try {
-    const lease = await ctx.pool.acquire(abort.signal);
+    const leases = await ctx.pool.acquireMany(n, abort.signal);
     try {
-      return await fn(lease.slot, abort.signal);
+      return await fn(leases.map((l) => l.slot), abort.signal);
     } finally {
-      lease.release();
+      for (const l of leases) l.release();
     }
   } finally {
     res.off("close", onClose);
     ctx.shutdown.removeEventListener("abort", onShutdown);
   }
+}
+
+/** `onSlots` with one slot. */
+export function onSlot<T>(res: ServerResponse, ctx: Pick<RouteContext, "pool" | "shutdown">, fn: (slot: CompletionTarget, signal: AbortSignal) => Promise<T>): Promise<T> {
+  return onSlots(res, ctx, 1, (slots, signal) => fn(slots[0]!, signal));
 }
 
 /**

@@ -9,6 +9,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 
 import { LlamapegError } from "../errors.js";
 import { randomId } from "../openai/assemble.js";
+import { targetSampling } from "../openai/completion.js";
 import { invalidRequest } from "../openai/errors.js";
 import { checkFields, honoured, ignored, SAMPLING_EXTENSIONS, unsupported, type FieldRule } from "../openai/field-contract.js";
 import { completionTarget, normalizeChatRequest, type ChatCompletionRequest, type TargetRequest } from "../openai/index.js";
@@ -66,15 +67,7 @@ function targetRequest(body: Record<string, unknown>): { request: Omit<TargetReq
     preservedTokens: [],
     // OpenAI's default for this endpoint
     maxTokens: r.maxTokens ?? 16,
-    ...(r.temperature !== undefined ? { temperature: r.temperature } : {}),
-    ...(r.topP !== undefined ? { topP: r.topP } : {}),
-    ...(r.topK !== undefined ? { topK: r.topK } : {}),
-    ...(r.minP !== undefined ? { minP: r.minP } : {}),
-    ...(r.repeatPenalty !== undefined ? { repeatPenalty: r.repeatPenalty } : {}),
-    ...(r.frequencyPenalty !== undefined ? { frequencyPenalty: r.frequencyPenalty } : {}),
-    ...(r.presencePenalty !== undefined ? { presencePenalty: r.presencePenalty } : {}),
-    ...(r.logitBias !== undefined ? { logitBias: r.logitBias } : {}),
-    ...(r.seed !== undefined ? { seed: r.seed >>> 0 } : {}),
+    ...targetSampling(r),
   };
   return { request, prompt, stops: r.stop, stream: r.stream, includeUsage: r.includeUsage, echo: body.echo === true };
 }

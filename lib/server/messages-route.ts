@@ -9,11 +9,12 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { MessageEmitter } from "../anthropic/events.js";
 import { mapMessagesRequest, MESSAGES_PARAM_NAMES } from "../anthropic/request.js";
 import type { AnthropicErrorBody } from "../anthropic/types.js";
-import { createChatCompletion, normalizeChatRequest, type ChatCompletionChunk } from "../openai/index.js";
+import { createChatCompletion, normalizeChatRequest } from "../openai/index.js";
 import { onSlot, readJsonRequest, renameParams, type RouteContext } from "./chat-run.js";
 import { httpErrorOf } from "./http-error.js";
+import { plannedOptions } from "./plan-worker.js";
 import { sendJson } from "./respond.js";
-import { SseWriter } from "./sse-writer.js";
+import { sendNamedEvents } from "./named-events.js";
 import { tapTarget } from "./tap-target.js";
 
 const rename = (e: unknown) => renameParams(e, MESSAGES_PARAM_NAMES);
@@ -60,7 +61,7 @@ async function run(req: IncomingMessage, res: ServerResponse, ctx: RouteContext)
     const pieces: Uint8Array[] = [];
     let aborted = false;
     const target = tapTarget(slot, () => ({ onPiece: (item) => pieces.push(item.piece), onEnd: (stats) => (aborted = stats?.stopReason === "abort") }));
-    const stream = createChatCompletion(target, { ...mapped.chat, stream: true, signal });
+    const stream = createChatCompletion(target, { ...mapped.chat, stream: true, signal }, plannedOptions(ctx.planner));
     const chunks = stream[Symbol.asyncIterator]();
     const emitter = new MessageEmitter(ctx.modelId);
     const end = async () => {
@@ -76,33 +77,17 @@ async function run(req: IncomingMessage, res: ServerResponse, ctx: RouteContext)
       }
       return emitter.finish({ completion, stopSequence });
     };
-    let step: IteratorResult<ChatCompletionChunk> = await chunks.next();
-    if (!mapped.stream) {
-      for (; !step.done; step = await chunks.next()) emitter.push(step.value);
-      sendJson(res, 200, (await end()).message);
-      return 200;
-    }
-    const sse = new SseWriter(res);
-    sse.start();
-    try {
-      for (const e of emitter.start()) await sse.named(e.type, e);
-      for (; !step.done; step = await chunks.next()) {
-        for (const e of emitter.push(step.value)) {
-          if (!(await sse.named(e.type, e))) {
-            await chunks.return?.();
-            return 200;
-          }
-        }
-      }
-      for (const e of (await end()).events) await sse.named(e.type, e);
-      sse.end();
-    } catch (e) {
-      // Headers are out: Anthropic's `error` event (its client raises it as an APIError).
-      if (!sse.closed) {
-        await sse.named("error", anthropicError(e).body);
-        sse.end();
-      }
-    }
-    return 200;
+    return sendNamedEvents(res, {
+      stream: mapped.stream,
+      first: await chunks.next(),
+      chunks,
+      emitter,
+      finish: async () => {
+        const { message, events } = await end();
+        return { body: message, events };
+      },
+      // Anthropic's `error` event (its client raises it as an APIError).
+      errorEvent: (e) => anthropicError(e).body,
+    });
   });
 }

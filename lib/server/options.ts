@@ -2,6 +2,7 @@
 import { isIP } from "node:net";
 
 import { LlamapegError } from "../errors.js";
+import { EmbeddingContext } from "../llama/embedding.js";
 
 export interface ServerOptions {
   /** Default 127.0.0.1. A host that is not loopback needs `apiKey` or `allowUnauthenticated`. */
@@ -29,6 +30,8 @@ export interface ServerOptions {
   cors?: boolean | readonly string[];
   /** Accept `chat_template` in requests (a template is code the server runs, within budgets). Default false: 400. */
   allowRequestTemplates?: boolean;
+  /** Serves POST /v1/embeddings (and, for a reranker, POST /v1/rerank) on this context; without it they answer 501. */
+  embeddings?: EmbeddingContext;
 }
 
 export interface ResolvedServerOptions {
@@ -42,9 +45,10 @@ export interface ResolvedServerOptions {
   /** null: no cross-origin requests; "*": any origin; else these origins. */
   cors: null | "*" | ReadonlySet<string>;
   allowRequestTemplates: boolean;
+  embeddings: EmbeddingContext | undefined;
 }
 
-const KEYS = new Set(["host", "port", "apiKey", "allowUnauthenticated", "bodyLimit", "maxQueue", "modelId", "log", "cors", "allowRequestTemplates"]);
+const KEYS = new Set(["host", "port", "apiKey", "allowUnauthenticated", "bodyLimit", "maxQueue", "modelId", "log", "cors", "allowRequestTemplates", "embeddings"]);
 
 /** An origin as browsers send it: scheme://host[:port], nothing after. */
 const ORIGIN = /^[a-z][a-z0-9+.-]*:\/\/[^/?#\s]+$/i;
@@ -86,6 +90,7 @@ export function resolveServerOptions(options: ServerOptions | undefined): Resolv
   if (o.modelId !== undefined && (typeof o.modelId !== "string" || o.modelId === "")) bad("modelId", "expected a non-empty string");
   if (o.log !== undefined && typeof o.log !== "function") bad("log", "expected a function");
   if (o.allowRequestTemplates !== undefined && typeof o.allowRequestTemplates !== "boolean") bad("allowRequestTemplates", "expected a boolean");
+  if (o.embeddings !== undefined && !(o.embeddings instanceof EmbeddingContext)) bad("embeddings", "expected an EmbeddingContext (model.createEmbeddingContext())");
   if (!isLoopback(host) && o.apiKey === undefined && o.allowUnauthenticated !== true) {
     bad("host", `${host} is reachable from other machines; set an API key (--api-key), or allow unauthenticated access explicitly (--allow-unauthenticated)`);
   }
@@ -99,5 +104,6 @@ export function resolveServerOptions(options: ServerOptions | undefined): Resolv
     log: o.log as ((line: string) => void) | undefined,
     cors: corsOf(o.cors),
     allowRequestTemplates: o.allowRequestTemplates === true,
+    embeddings: o.embeddings as EmbeddingContext | undefined,
   };
 }

@@ -12,8 +12,8 @@ import { createChatCompletion, normalizeChatRequest, type ChatCompletionChunk } 
 import { mapResponsesRequest, outputAsMessages, RESPONSES_PARAM_NAMES, ResponseEmitter, type ResponseObject, type ResponseStore, type StoredMessage } from "../openai/responses/index.js";
 import { onSlot, readJsonRequest, renameParams, type RouteContext } from "./chat-run.js";
 import { HttpError, httpErrorOf } from "./http-error.js";
-import { sendJson } from "./respond.js";
-import { SseWriter } from "./sse-writer.js";
+import { sendNamedEvents } from "./named-events.js";
+import { plannedOptions } from "./plan-worker.js";
 
 export interface ResponsesRouteContext extends RouteContext {
   store: ResponseStore;
@@ -48,7 +48,7 @@ export async function responses(req: IncomingMessage, res: ServerResponse, ctx: 
   const { chat, echo, turn } = mapped;
 
   return onSlot(res, ctx, async (slot, signal) => {
-    const stream = createChatCompletion(slot, { ...chat, stream: true, signal });
+    const stream = createChatCompletion(slot, { ...chat, stream: true, signal }, plannedOptions(ctx.planner));
     const chunks = stream[Symbol.asyncIterator]();
     const emitter = new ResponseEmitter(echo, ctx.modelId);
     const keep = (response: ResponseObject) => {
@@ -61,36 +61,18 @@ export async function responses(req: IncomingMessage, res: ServerResponse, ctx: 
     } catch (e) {
       throw rename(e);
     }
-    if (!echo.stream) {
-      for (; !step.done; step = await chunks.next()) emitter.push(step.value);
-      const { response } = emitter.finish(await stream.completion);
-      keep(response);
-      sendJson(res, 200, response);
-      return 200;
-    }
-    const sse = new SseWriter(res);
-    sse.start();
-    try {
-      for (const e of emitter.start()) await sse.named(e.type, e);
-      for (; !step.done; step = await chunks.next()) {
-        for (const e of emitter.push(step.value)) {
-          if (!(await sse.named(e.type, e))) {
-            await chunks.return?.();
-            return 200;
-          }
-        }
-      }
-      const { events, response } = emitter.finish(await stream.completion);
-      keep(response);
-      for (const e of events) await sse.named(e.type, e);
-      sse.end();
-    } catch (e) {
-      // Headers are out: an `error` event carrying OpenAI's error body (the openai client raises it).
-      if (!sse.closed) {
-        await sse.named("error", { type: "error", ...httpErrorOf(rename(e)).body });
-        sse.end();
-      }
-    }
-    return 200;
+    return sendNamedEvents(res, {
+      stream: echo.stream,
+      first: step,
+      chunks,
+      emitter,
+      finish: async () => {
+        const { events, response } = emitter.finish(await stream.completion);
+        keep(response);
+        return { body: response, events };
+      },
+      // an `error` event carrying OpenAI's error body (the openai client raises it)
+      errorEvent: (e) => ({ type: "error", ...httpErrorOf(rename(e)).body }),
+    });
   });
 }

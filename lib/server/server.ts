@@ -20,7 +20,10 @@ import { completions } from "./completions-route.js";
 import { ServerMetrics, sendMetrics } from "./metrics.js";
 import { responses } from "./responses-route.js";
 import { detokenize, localModel, tokenize } from "./tokenize-route.js";
+import { embeddings, rerank } from "./embeddings-route.js";
 import { ResponseStore } from "../openai/responses/index.js";
+import { modelTokenInfo } from "../chat/prompt.js";
+import { PlanWorker } from "./plan-worker.js";
 import { SlotPool } from "./slots.js";
 import type { CompletionTarget } from "./target.js";
 
@@ -62,22 +65,30 @@ export async function startServer(targets: CompletionTarget | readonly Completio
   const metrics = new ServerMetrics();
   const slots: CompletionTarget[] = given.map((t) => metrics.tap(t));
   const model = localModel(given[0]);
+  // The vocabulary walk the prompt tokenizer needs once per model, now rather than in a request.
+  if (model !== null) modelTokenInfo(model);
   const modelId = o.modelId ?? (await completionTarget(slots[0]!).chatInfo()).name.replace(/\.gguf$/i, "");
   const entry = modelEntry(modelId, Math.floor(Date.now() / 1000));
   const pool = new SlotPool(slots, o.maxQueue);
   const shutdown = new AbortController();
   const authorize = bearerCheck(o.apiKey);
-  const routeContext = { pool, bodyLimit: o.bodyLimit, modelId, shutdown: shutdown.signal };
+  // Chat plans are built on a worker thread: a cold one never blocks /health (plan-worker.ts).
+  const planWorker = new PlanWorker();
+  planWorker.warm();
+  const planner = planWorker.planner;
+  const routeContext = { pool, bodyLimit: o.bodyLimit, modelId, shutdown: shutdown.signal, planner };
   const store = new ResponseStore();
   const origins = originPolicy(o.cors);
 
   const routes: Route[] = [
-    { method: "POST", path: /^\/(?:v1\/)?chat\/completions$/, handler: (req, res) => chatCompletions(req, res, { pool, bodyLimit: o.bodyLimit, modelId, shutdown: shutdown.signal, allowRequestTemplates: o.allowRequestTemplates }) },
+    { method: "POST", path: /^\/(?:v1\/)?chat\/completions$/, handler: (req, res) => chatCompletions(req, res, { pool, bodyLimit: o.bodyLimit, modelId, shutdown: shutdown.signal, allowRequestTemplates: o.allowRequestTemplates, planner }) },
     { method: "POST", path: /^\/(?:v1\/)?responses$/, handler: (req, res) => responses(req, res, { ...routeContext, store }) },
     { method: "POST", path: /^\/(?:v1\/)?messages$/, handler: (req, res) => messages(req, res, routeContext), credentials: anthropicKey },
     { method: "POST", path: /^\/(?:v1\/)?completions$/, handler: (req, res) => completions(req, res, routeContext) },
     { method: "POST", path: /^\/tokenize$/, handler: (req, res) => tokenize(req, res, routeContext, model) },
     { method: "POST", path: /^\/detokenize$/, handler: (req, res) => detokenize(req, res, routeContext, model) },
+    { method: "POST", path: /^\/(?:v1\/)?embeddings$/, handler: (req, res) => embeddings(req, res, { ...routeContext, embeddings: o.embeddings }) },
+    { method: "POST", path: /^\/(?:v1\/)?rerank$/, handler: (req, res) => rerank(req, res, { ...routeContext, embeddings: o.embeddings }) },
     { method: "GET", path: /^\/metrics$/, handler: (_req, res) => sendMetrics(res, metrics.render(pool)) },
     { method: "GET", path: /^\/(?:v1\/)?models$/, handler: (_req, res) => listModels(res, entry) },
     { method: "GET", path: /^\/(?:v1\/)?models\/(.+)$/, handler: (_req, res, m) => getModel(res, entry, decodePathPart(m[1]!)) },
@@ -132,7 +143,7 @@ export async function startServer(targets: CompletionTarget | readonly Completio
   });
   await new Promise<void>((resolve, reject) => {
     server.once("error", (e: NodeJS.ErrnoException) =>
-      reject(new LlamapegError("ERR_INVALID_ARGUMENT", `cannot listen on ${o.host}:${o.port}: ${e.code === "EADDRINUSE" ? "the address is in use" : e.code === "EACCES" ? "permission denied" : e.message}`, { where: "port", cause: e })),
+      void planWorker.close().finally(() => reject(new LlamapegError("ERR_INVALID_ARGUMENT", `cannot listen on ${o.host}:${o.port}: ${e.code === "EADDRINUSE" ? "the address is in use" : e.code === "EACCES" ? "permission denied" : e.message}`, { where: "port", cause: e }))),
     );
     server.listen(o.port, o.host, () => {
       server.removeAllListeners("error");
@@ -153,6 +164,7 @@ export async function startServer(targets: CompletionTarget | readonly Completio
       // Running requests see the abort and end their responses; then the rest of the sockets go.
       setTimeout(() => server.closeAllConnections(), 1000).unref();
       await closed;
+      await planWorker.close();
     },
   };
 }

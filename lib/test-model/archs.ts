@@ -6,44 +6,14 @@
  * llama_kv_cache_iswa). The tensors and hparams follow vendor/llama.cpp/src/models/{lfm2,gemma3}.cpp
  * and tests/test-llama-archs.cpp. Same tokenizer and chat template as the qwen2 models.
  */
-import { GGML_TYPE, type GgufTensorInput, type GgufValue } from "../gguf/index.js";
-import { hashSeed } from "./random.js";
-import { randomData, vocabTokens, type TestModelOptions, type TestModelSources } from "./qwen2.js";
+import type { GgufTensorInput, GgufValue } from "../gguf/index.js";
+import { startModel, type TestModelOptions, type TestModelSources } from "./qwen2.js";
 
 type Built = { metadata: Map<string, GgufValue>; tensors: GgufTensorInput[] };
 
-function start(arch: string, o: TestModelOptions, sources: TestModelSources) {
-  const nVocab = vocabTokens(sources);
-  const wtype = o.weightType === "f16" ? GGML_TYPE.F16 : GGML_TYPE.F32;
-  const metadata = new Map<string, GgufValue>([
-    ["general.architecture", { type: "string", value: arch }],
-    ["general.name", { type: "string", value: o.name }],
-    ["general.file_type", { type: "uint32", value: o.weightType === "f16" ? 1 : 0 }],
-    [`${arch}.block_count`, { type: "uint32", value: o.nLayer }],
-    [`${arch}.context_length`, { type: "uint32", value: o.contextLength }],
-    [`${arch}.embedding_length`, { type: "uint32", value: o.nEmbd }],
-    [`${arch}.feed_forward_length`, { type: "uint32", value: o.nFf }],
-    [`${arch}.rope.freq_base`, { type: "float32", value: o.ropeFreqBase }],
-    [`${arch}.attention.layer_norm_rms_epsilon`, { type: "float32", value: o.rmsNormEps }],
-  ]);
-  for (const [key, value] of sources.vocab.metadata) {
-    if (key.startsWith("tokenizer.ggml.")) metadata.set(key, value);
-  }
-  metadata.set("tokenizer.chat_template", { type: "string", value: sources.chatTemplate });
-  const tensors: GgufTensorInput[] = [];
-  const matrix = (name: string, ne0: number, ne1: number, std = 1 / Math.sqrt(ne0)) =>
-    tensors.push({ name, dims: [ne0, ne1], type: wtype, data: randomData(hashSeed(o.seed, name), ne0 * ne1, std, 0, wtype) });
-  const vector = (name: string, n: number, std: number, mean: number) =>
-    tensors.push({ name, dims: [n], type: GGML_TYPE.F32, data: randomData(hashSeed(o.seed, name), n, std, mean, GGML_TYPE.F32) });
-  // Small matrices stored F32 whatever the weight type (ggml's conv op wants F32).
-  const f32Matrix = (name: string, ne0: number, ne1: number, std: number) =>
-    tensors.push({ name, dims: [ne0, ne1], type: GGML_TYPE.F32, data: randomData(hashSeed(o.seed, name), ne0 * ne1, std, 0, GGML_TYPE.F32) });
-  return { nVocab, metadata, tensors, matrix, vector, f32Matrix };
-}
-
 /** lfm2: odd layers are short convolutions (recurrent state), even layers attention. */
 export function buildLfm2(o: TestModelOptions, sources: TestModelSources): Built {
-  const { nVocab, metadata, tensors, matrix, vector, f32Matrix } = start("lfm2", o, sources);
+  const { nVocab, metadata, tensors, matrix, vector, f32Matrix } = startModel("lfm2", o, sources);
   const headDim = o.nEmbd / o.nHead;
   const isConv = (i: number) => i % 2 === 1;
   const heads = Array.from({ length: o.nLayer }, (_, i) => (isConv(i) ? 0 : o.nHead));
@@ -81,7 +51,7 @@ export function buildLfm2(o: TestModelOptions, sources: TestModelSources): Built
 
 /** gemma3: with pattern 2, even layers slide over `slidingWindow` tokens, odd layers see all. */
 export function buildGemma3(o: TestModelOptions, sources: TestModelSources): Built {
-  const { nVocab, metadata, tensors, matrix, vector } = start("gemma3", o, sources);
+  const { nVocab, metadata, tensors, matrix, vector } = startModel("gemma3", o, sources);
   const headDim = o.nEmbd / o.nHead;
   metadata.set("gemma3.attention.head_count", { type: "uint32", value: o.nHead });
   metadata.set("gemma3.attention.head_count_kv", { type: "uint32", value: o.nHeadKv });

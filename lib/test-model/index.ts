@@ -14,6 +14,7 @@ import { LlamapegError } from "../errors.js";
 import { parseGguf, writeGgufFile } from "../gguf/index.js";
 import { modelsCacheDir } from "../paths.js";
 import { buildGemma3, buildLfm2 } from "./archs.js";
+import { buildQwen3 } from "./qwen3.js";
 import { buildQwen2, countParameters, type TestModelOptions, type TestModelSources } from "./qwen2.js";
 
 export type { TestModelOptions } from "./qwen2.js";
@@ -70,8 +71,10 @@ function buildModel(options: TestModelOptions, sources: TestModelSources) {
       return buildLfm2(options, sources);
     case "gemma3":
       return buildGemma3(options, sources);
+    case "qwen3":
+      return buildQwen3(options, sources);
     default:
-      throw new LlamapegError("ERR_INVALID_ARGUMENT", `unknown test model architecture ${JSON.stringify(options.architecture)} (qwen2 | lfm2 | gemma3)`, {
+      throw new LlamapegError("ERR_INVALID_ARGUMENT", `unknown test model architecture ${JSON.stringify(options.architecture)} (qwen2 | lfm2 | gemma3 | qwen3)`, {
         where: "architecture",
       });
   }

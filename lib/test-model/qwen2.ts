@@ -29,9 +29,12 @@ export interface TestModelOptions {
    * The architecture written (default "qwen2", a transformer whose KV cache trims anywhere).
    * "lfm2": a hybrid (every other layer a short convolution with recurrent state, the rest
    * attention), whose memory cannot roll back. "gemma3": sliding-window attention on every
-   * layer but the last of each `slidingWindowPattern` (see lib/test-model/archs.ts).
+   * layer but the last of each `slidingWindowPattern` (see lib/test-model/archs.ts). "qwen3":
+   * qwen2 with per-head q/k norms and no biases (lib/test-model/qwen3.ts).
    */
-  architecture?: "qwen2" | "lfm2" | "gemma3";
+  architecture?: "qwen2" | "lfm2" | "gemma3" | "qwen3";
+  /** qwen3: a reranker (rank pooling, a yes / no classifier head, a rerank template; lib/test-model/qwen3.ts). */
+  reranker?: boolean;
   /** gemma3: tokens each sliding-window layer sees (default 64). */
   slidingWindow?: number;
 }
@@ -49,43 +52,12 @@ export function buildQwen2(options: TestModelOptions, sources: TestModelSources)
   const o = options;
   if (o.nEmbd % o.nHead !== 0) throw new LlamapegError("ERR_INVALID_ARGUMENT", `nEmbd ${o.nEmbd} is not divisible by nHead ${o.nHead}`, { where: "nEmbd" });
   if (o.nHead % o.nHeadKv !== 0) throw new LlamapegError("ERR_INVALID_ARGUMENT", `nHead ${o.nHead} is not divisible by nHeadKv ${o.nHeadKv}`, { where: "nHeadKv" });
-  const tokens = sources.vocab.metadata.get("tokenizer.ggml.tokens");
-  if (tokens?.type !== "array" || tokens.itemType !== "string") {
-    throw new LlamapegError("ERR_MODEL_CORRUPT", "the vocabulary file has no tokenizer.ggml.tokens string array", { where: "tokenizer.ggml.tokens" });
-  }
-  if (sources.vocab.invalidUtf8Keys.length > 0) {
-    // Copying a lossily decoded token would silently change the tokenizer.
-    throw new LlamapegError("ERR_MODEL_UNSUPPORTED", `vocabulary has non-UTF-8 strings in ${sources.vocab.invalidUtf8Keys.join(", ")}`);
-  }
-  const nVocab = tokens.value.length;
   const headDim = o.nEmbd / o.nHead;
   const nEmbdKv = headDim * o.nHeadKv;
-  const wtype = o.weightType === "f16" ? GGML_TYPE.F16 : GGML_TYPE.F32;
-
-  const metadata = new Map<string, GgufValue>([
-    ["general.architecture", { type: "string", value: "qwen2" }],
-    ["general.name", { type: "string", value: o.name }],
-    ["general.file_type", { type: "uint32", value: o.weightType === "f16" ? 1 : 0 }],
-    ["qwen2.block_count", { type: "uint32", value: o.nLayer }],
-    ["qwen2.context_length", { type: "uint32", value: o.contextLength }],
-    ["qwen2.embedding_length", { type: "uint32", value: o.nEmbd }],
-    ["qwen2.feed_forward_length", { type: "uint32", value: o.nFf }],
+  const { nVocab, metadata, tensors, matrix, vector } = startModel("qwen2", o, sources, [
     ["qwen2.attention.head_count", { type: "uint32", value: o.nHead }],
     ["qwen2.attention.head_count_kv", { type: "uint32", value: o.nHeadKv }],
-    ["qwen2.rope.freq_base", { type: "float32", value: o.ropeFreqBase }],
-    ["qwen2.attention.layer_norm_rms_epsilon", { type: "float32", value: o.rmsNormEps }],
   ]);
-  for (const [key, value] of sources.vocab.metadata) {
-    if (key.startsWith("tokenizer.ggml.")) metadata.set(key, value);
-  }
-  metadata.set("tokenizer.chat_template", { type: "string", value: sources.chatTemplate });
-
-  const tensors: GgufTensorInput[] = [];
-  // Weight init keeps activations O(1): matrices get std 1/sqrt(fan_in) (fan_in = ne0), norms 1.
-  const matrix = (name: string, ne0: number, ne1: number, std = 1 / Math.sqrt(ne0)) =>
-    tensors.push({ name, dims: [ne0, ne1], type: wtype, data: randomData(hashSeed(o.seed, name), ne0 * ne1, std, 0, wtype) });
-  const vector = (name: string, n: number, std: number, mean: number) =>
-    tensors.push({ name, dims: [n], type: GGML_TYPE.F32, data: randomData(hashSeed(o.seed, name), n, std, mean, GGML_TYPE.F32) });
 
   matrix("token_embd.weight", o.nEmbd, nVocab, 1);
   vector("output_norm.weight", o.nEmbd, 0, 1);
@@ -109,6 +81,42 @@ export function buildQwen2(options: TestModelOptions, sources: TestModelSources)
 }
 
 /** The tokenizer keys of the vocabulary file, checked (shared by every architecture's writer). */
+/**
+ * What every test architecture starts from: the common hparams (`heads` after the feed-forward
+ * length, where the architecture keeps its head counts), the vocabulary and chat template, and
+ * the tensor helpers. Weight init keeps activations O(1): matrices get std 1/sqrt(fan_in)
+ * (fan_in = ne0), norms 1.
+ */
+export function startModel(arch: string, o: TestModelOptions, sources: TestModelSources, heads: [string, GgufValue][] = []) {
+  const nVocab = vocabTokens(sources);
+  const wtype = o.weightType === "f16" ? GGML_TYPE.F16 : GGML_TYPE.F32;
+  const metadata = new Map<string, GgufValue>([
+    ["general.architecture", { type: "string", value: arch }],
+    ["general.name", { type: "string", value: o.name }],
+    ["general.file_type", { type: "uint32", value: o.weightType === "f16" ? 1 : 0 }],
+    [`${arch}.block_count`, { type: "uint32", value: o.nLayer }],
+    [`${arch}.context_length`, { type: "uint32", value: o.contextLength }],
+    [`${arch}.embedding_length`, { type: "uint32", value: o.nEmbd }],
+    [`${arch}.feed_forward_length`, { type: "uint32", value: o.nFf }],
+    ...heads,
+    [`${arch}.rope.freq_base`, { type: "float32", value: o.ropeFreqBase }],
+    [`${arch}.attention.layer_norm_rms_epsilon`, { type: "float32", value: o.rmsNormEps }],
+  ]);
+  for (const [key, value] of sources.vocab.metadata) {
+    if (key.startsWith("tokenizer.ggml.")) metadata.set(key, value);
+  }
+  metadata.set("tokenizer.chat_template", { type: "string", value: sources.chatTemplate });
+  const tensors: GgufTensorInput[] = [];
+  const matrix = (name: string, ne0: number, ne1: number, std = 1 / Math.sqrt(ne0)) =>
+    tensors.push({ name, dims: [ne0, ne1], type: wtype, data: randomData(hashSeed(o.seed, name), ne0 * ne1, std, 0, wtype) });
+  const vector = (name: string, n: number, std: number, mean: number) =>
+    tensors.push({ name, dims: [n], type: GGML_TYPE.F32, data: randomData(hashSeed(o.seed, name), n, std, mean, GGML_TYPE.F32) });
+  // Small matrices stored F32 whatever the weight type (ggml's conv op wants F32).
+  const f32Matrix = (name: string, ne0: number, ne1: number, std: number) =>
+    tensors.push({ name, dims: [ne0, ne1], type: GGML_TYPE.F32, data: randomData(hashSeed(o.seed, name), ne0 * ne1, std, 0, GGML_TYPE.F32) });
+  return { nVocab, metadata, tensors, matrix, vector, f32Matrix };
+}
+
 export function vocabTokens(sources: TestModelSources): number {
   const tokens = sources.vocab.metadata.get("tokenizer.ggml.tokens");
   if (tokens?.type !== "array" || tokens.itemType !== "string") {

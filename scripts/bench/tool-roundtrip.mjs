@@ -126,27 +126,51 @@ const USER = { role: "user", content: "Please help me with this." };
  * minus the render without it, minus the generation prompt, minus the end-of-turn suffix (shared
  * with a plain reply). null: the template renders the turn some other way.
  */
-function renderedTurn(lib, source, tools, calls, generationPrompt, now) {
-  const reply = {
+function renderedTurn(lib, source, tools, calls, plan, now) {
+  const generationPrompt = plan.generationPrompt;
+  const reply = (ids) => ({
     role: "assistant",
     content: "",
-    tool_calls: calls.map((c, i) => ({ id: `call_${i}`, type: "function", function: { name: c.name, arguments: JSON.stringify(c.arguments) } })),
-  };
+    tool_calls: calls.map((c, i) => ({ id: ids(i), type: "function", function: { name: c.name, arguments: JSON.stringify(c.arguments) } })),
+  });
   const render = (messages) => lib.renderChatTemplate(source, { messages, tools, add_generation_prompt: false, bos_token: "<s>", eos_token: "</s>", now });
   const base = render([USER]);
-  const full = render([USER, reply]);
+  let full;
+  try {
+    full = render([USER, reply((i) => `call_${i}`)]);
+  } catch {
+    // Mistral's templates take only ids of 9 letters and digits
+    full = render([USER, reply((i) => `call${String(i).padStart(5, "0")}`)]);
+  }
   const other = render([USER, { role: "assistant", content: "Zq" }]);
-  if (!full.startsWith(base)) return null;
-  let turn = full.slice(base.length);
+  let start = base.length;
+  if (!full.startsWith(base)) {
+    // the template adds text after the last user turn only while no assistant turn follows
+    // (Command R+'s tool instructions): the turn starts at the generation prompt where they part
+    let i = 0;
+    while (i < base.length && base[i] === full[i]) i++;
+    const at = full.lastIndexOf(generationPrompt, i);
+    if (at < 0 || at + generationPrompt.length < i) return null;
+    start = at;
+  }
+  let turn = full.slice(start);
+  let reasoningOpen = false;
   if (turn.startsWith(generationPrompt)) turn = turn.slice(generationPrompt.length);
   else {
-    const gp = generationPrompt.replace(/<think>\s*$/, "");
-    if (gp === generationPrompt || !turn.startsWith(gp)) return null;
-    turn = turn.slice(gp.length);
+    // The generation prompt opens a reasoning block (`<think>`, Cohere's `<|START_THINKING|>`,
+    // Apriel's "Here are my reasoning steps:") that the history does not show: the model writes the
+    // block's end, then what the history shows after the common part (cut back to a marker's end).
+    if (plan.thinkingEndTags.length === 0) return null;
+    let k = 0;
+    while (k < turn.length && k < generationPrompt.length && turn[k] === generationPrompt[k]) k++;
+    while (k > 0 && generationPrompt[k - 1] !== ">" && generationPrompt[k - 1] !== "\n") k--;
+    if (k === 0) return null;
+    turn = turn.slice(k);
+    reasoningOpen = true;
   }
   let suffix = 0;
   while (suffix < turn.length && suffix < other.length && turn[turn.length - 1 - suffix] === other[other.length - 1 - suffix]) suffix++;
-  return { text: turn.slice(0, turn.length - suffix), suffix: turn.slice(turn.length - suffix) };
+  return { text: turn.slice(0, turn.length - suffix), suffix: turn.slice(turn.length - suffix), reasoningOpen };
 }
 
 // One trailing marker token (an end-of-turn token the sampler stops on), as in grammar-admits-calls.
@@ -157,7 +181,7 @@ const TRAILING_MARKER = /\s*(?:<[|｜][^<>]*[|｜]>|<\|[^<>|]+>|<[^<>|]+\|>|<SPE
  * markers off; where the generation prompt opens a reasoning block that the history does not show,
  * the block's end first (the model closes its reasoning before it calls).
  */
-function candidates(output, plan, suffix = "") {
+function candidates(output, plan, suffix = "", reasoningOpen = false) {
   const starts = [output, output.trimStart(), output.replace(/^\s*<think>\s*<\/think>\s*/, "")];
   // the shared end-of-turn suffix may begin with the format's own closing marker (Kimi K3's `<|sep|>`)
   const lead = /^\s*<[|｜][^<>]*[|｜]>/u.exec(suffix);
@@ -166,7 +190,7 @@ function candidates(output, plan, suffix = "") {
   const tail = /^[^<>\s]*?[|｜]>/u.exec(suffix);
   if (tail !== null && /<[|｜][^<>]*$/u.test(output)) starts.push(output + tail[0]);
   const open = plan.thinkingStartTag;
-  if (open !== "" && plan.generationPrompt.trimEnd().endsWith(open.trimEnd()) && plan.thinkingEndTags.length > 0) {
+  if (((open !== "" && plan.generationPrompt.trimEnd().endsWith(open.trimEnd())) || reasoningOpen) && plan.thinkingEndTags.length > 0) {
     for (const s of [...starts]) starts.push(`${plan.thinkingEndTags[0]}${s}`, `${plan.thinkingEndTags[0]}\n\n${s.trimStart()}`);
   }
   const out = [];
@@ -184,10 +208,49 @@ function candidates(output, plan, suffix = "") {
 const encoder = new TextEncoder();
 
 /**
+ * Where a lazy grammar starts on `text` as llama.cpp's lazy sampler runs it: after each piece
+ * (here one character, the finest tokenization) every trigger is searched over the whole text so
+ * far (`llama_grammar_accept_impl`); the first piece where one matches starts the grammar at the
+ * match (a word), its first capture group or match (a pattern), or at 0 (a full pattern, anchored
+ * to the whole text so far). -1: no trigger fires.
+ */
+export function lazyStart(text, triggers) {
+  const res = triggers.map((t) => (t.type === "pattern" ? new RegExp(t.value, "d") : t.type === "pattern_full" ? new RegExp(`^(?:${t.value.replace(/^\^/, "").replace(/\$$/, "")})$`, "d") : null));
+  for (let end = 1; end <= text.length; end++) {
+    const sofar = text.slice(0, end);
+    for (const [i, t] of triggers.entries()) {
+      if (t.type === "word" || t.type === "token") {
+        if (sofar.endsWith(t.value)) return end - t.value.length;
+        continue;
+      }
+      const m = res[i].exec(sofar);
+      if (m !== null) return m.indices?.[1]?.[0] ?? m.index;
+    }
+  }
+  return -1;
+}
+
+/** The plan's lazy grammar (its trigger rules, the GBNF root's alternatives) takes `text` from the trigger on. */
+function lazyAdmits(plan, text) {
+  const at = lazyStart(text, plan.grammarTriggers);
+  if (at < 0) return { fired: false, admitted: false };
+  const arena = plan.parser;
+  const input = encoder.encode(text.slice(at));
+  for (const [, id] of arena.rules) {
+    const node = arena.nodes[id];
+    if (node.kind !== "rule" || !node.trigger) continue;
+    const r = arena.parseFrom(id, input, { partial: false, lossyUtf8: true });
+    if (r.type === "success" && r.end === input.length) return { fired: true, admitted: true };
+  }
+  return { fired: true, admitted: false };
+}
+
+/**
  * One output read back: "exact" (same calls, names and arguments), "mismatch" (calls read, some
  * differ), "error" (a parse error: the raw text is kept), or "lost" (fewer calls and no error: the
  * silent loss the issue is about). `admitted`: the plan's tree (the one its GBNF is exported from)
- * matches the whole output.
+ * matches the whole output, and for a lazy plan its grammar starts on it (lazyStart) and its trigger
+ * rules take the rest.
  */
 function readBack(lib, plan, text, calls) {
   let outcome;
@@ -218,7 +281,15 @@ function readBack(lib, plan, text, calls) {
   }
   const input = encoder.encode(plan.generationPrompt + text);
   const r = plan.parser ? plan.parser.parse(input, { partial: false, lossyUtf8: true }) : { type: "fail" };
-  return { outcome, detail, admitted: r.type === "success" && r.end === input.length };
+  let admitted = r.type === "success" && r.end === input.length;
+  // a lazy grammar must also start on the output (its trigger fires) and take it from there
+  let lazy = null;
+  if (admitted && plan.grammarLazy) {
+    lazy = lazyAdmits(plan, text);
+    admitted = lazy.admitted;
+    if (!lazy.fired) detail = `${detail}${detail === "" ? "" : "; "}lazy grammar never triggered`;
+  }
+  return { outcome, detail, admitted, lazy };
 }
 
 const RANK = { exact: 3, mismatch: 2, error: 1, lost: 0 };
@@ -237,7 +308,7 @@ function showsEveryCall(turn, calls) {
  * template cannot write what it would parse), `admitted`, and the first failures.
  */
 export function roundTripTemplate(lib, source, cases, { extra = {}, now = new Date("2026-01-31T12:00:00Z"), keep = 5 } = {}) {
-  const stats = { cases: 0, unrenderable: 0, exact: 0, mismatch: 0, error: 0, lost: 0, admitted: 0, failures: [] };
+  const stats = { cases: 0, unrenderable: 0, exact: 0, mismatch: 0, error: 0, lost: 0, admitted: 0, lazy: 0, failures: [] };
   let anyGrammar = false;
   for (const c of cases) {
     let plan;
@@ -251,7 +322,7 @@ export function roundTripTemplate(lib, source, cases, { extra = {}, now = new Da
     stats.cases++;
     let turn;
     try {
-      turn = renderedTurn(lib, source, c.tools, c.calls, plan.generationPrompt, now);
+      turn = renderedTurn(lib, source, c.tools, c.calls, plan, now);
     } catch {
       turn = null;
     }
@@ -260,13 +331,14 @@ export function roundTripTemplate(lib, source, cases, { extra = {}, now = new Da
       continue;
     }
     let best = null;
-    for (const text of candidates(turn.text, plan, turn.suffix)) {
+    for (const text of candidates(turn.text, plan, turn.suffix, turn.reasoningOpen)) {
       const r = readBack(lib, plan, text, c.calls);
       if (best === null || RANK[r.outcome] > RANK[best.outcome] || (r.outcome === best.outcome && r.admitted && !best.admitted)) best = { ...r, text };
       if (r.outcome === "exact" && r.admitted) break;
     }
     stats[best.outcome]++;
     if (best.admitted) stats.admitted++;
+    if (plan.grammarLazy) stats.lazy++;
     if ((best.outcome !== "exact" || !best.admitted) && stats.failures.length < keep) {
       stats.failures.push({ id: c.id, outcome: best.outcome, admitted: best.admitted, detail: best.detail, text: best.text.slice(0, 400) });
     }

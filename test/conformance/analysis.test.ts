@@ -7,11 +7,15 @@
  *
  * `LLAMAPEG_WRITE_ANALYSIS_DOCS=1` regenerates the per-template table in docs/analysis.md.
  */
-import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { analyzeTemplate, type TemplateAnalysis } from "../../lib/chat/analysis/index.js";
-import { detectSpecializedTemplate, patchTemplateSource } from "../../lib/chat/template/index.js";
+import { detectSpecializedTemplate } from "../../lib/chat/formats/registry.js";
+import { patchTemplateSource } from "../../lib/chat/source-patches.js";
+import { spliceDocTable } from "../support/doc-table.js";
 import { getHarness, type Harness } from "../support/harness.js";
 
 const root = new URL("../../", import.meta.url);
@@ -192,11 +196,5 @@ function writeDocsTable(): void {
     "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ...rows,
   ].join("\n");
-  const doc = readFileSync(docsPath, "utf8");
-  const begin = "<!-- parity-table:begin -->";
-  const end = "<!-- parity-table:end -->";
-  const i = doc.indexOf(begin);
-  const j = doc.indexOf(end);
-  if (i < 0 || j < i) throw new Error("docs/analysis.md lacks the parity-table markers");
-  writeFileSync(docsPath, `${doc.slice(0, i + begin.length)}\n${table}\n${doc.slice(j)}`);
+  spliceDocTable(fileURLToPath(docsPath), "parity-table", table);
 }

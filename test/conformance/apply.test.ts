@@ -18,8 +18,9 @@ import { applyDeltas } from "../../lib/chat/diff.js";
 import { emptyAssistantMessage } from "../../lib/chat/messages.js";
 import { parseChatOutput } from "../../lib/chat/parse.js";
 import { ChatSession } from "../../lib/chat/session.js";
-import { detectSpecializedTemplate } from "../../lib/chat/template/chat-context.js";
+import { detectSpecializedTemplate } from "../../lib/chat/formats/registry.js";
 import { LlamapegError } from "../../lib/errors.js";
+import { spliceDocTable } from "../support/doc-table.js";
 import { getHarness, type Harness } from "../support/harness.js";
 import { BOS, EOS, FIXTURES, NOW, ROOT, TEMPLATES, conversations as loadConversations, ourRequest, referenceRequest, renderedOutput, templateFiles, type Conversation } from "./apply-outputs.js";
 import { b64, canonicalGbnf, cutsCharacter, normOurs, normRef, treeGrammar, type NormMsg, type RefMsg } from "./chat-compare.js";
@@ -345,13 +346,7 @@ function writeDocs(s: Summary): void {
     }
     lines.push(`| ${name} | ${detectSpecializedTemplate(source) ?? ""} | ${same}/${per.size} | ${differs.join("; ")} | ${rt}/${per.size} | ${strict.join(", ")} | ${[...whys].join("; ").replace(/\|/g, "\\|")} |`);
   }
-  const doc = fs.readFileSync(docPath, "utf8");
-  const begin = "<!-- apply-table:begin -->";
-  const end = "<!-- apply-table:end -->";
-  const a = doc.indexOf(begin);
-  const b = doc.indexOf(end);
-  if (a === -1 || b === -1) throw new Error("docs/apply.md lacks the table markers");
-  fs.writeFileSync(docPath, `${doc.slice(0, a + begin.length)}\n${lines.join("\n")}\n${doc.slice(b)}`);
+  spliceDocTable(docPath, "apply-table", lines.join("\n"));
 }
 
 /**

@@ -27,6 +27,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { applyChatTemplate, type AppliedChatPlan } from "../../lib/chat/apply/index.js";
 import { ChatSession } from "../../lib/chat/session.js";
 import { LlamapegError } from "../../lib/errors.js";
+import { spliceDocTable } from "../support/doc-table.js";
 import { getHarness, type Harness } from "../support/harness.js";
 import { BOS, EOS, FIXTURES, ROOT, conversations as loadConversations, ourRequest, readTemplate, referenceRequest, renderedOutput, templateFiles, type Conversation } from "./apply-outputs.js";
 import { b64, cutsCharacter, normOurs, normRef, type NormMsg, type RefMsg } from "./chat-compare.js";
@@ -262,11 +263,5 @@ function writeDocs(all: { same: number; refOk: number }): void {
       .sort()
       .map(([k, v]) => `| ${k.replace(/\|/g, " \\| ")} | ${v.count} | ${v.why.replace(/\|/g, "\\|")} |`),
   ];
-  const doc = fs.readFileSync(docPath, "utf8");
-  const begin = "<!-- final-table:begin -->";
-  const end = "<!-- final-table:end -->";
-  const a = doc.indexOf(begin);
-  const b = doc.indexOf(end);
-  if (a === -1 || b === -1) throw new Error("docs/apply.md lacks the final-table markers");
-  fs.writeFileSync(docPath, `${doc.slice(0, a + begin.length)}\n${lines.join("\n")}\n${doc.slice(b)}`);
+  spliceDocTable(docPath, "final-table", lines.join("\n"));
 }

@@ -1,7 +1,7 @@
 // checkGbnf against llama.cpp's own grammar parser (the harness's grammar.check runs
 // llama_grammar_init_impl): for every grammar our plans produce over the vendored templates and
 // for random grammars across the whole syntax, checkGbnf accepts exactly what llama.cpp accepts.
-// (Grammars llama.cpp would hang or crash on are never sent to it: test/unit/gbnf-check.test.ts.)
+// (Grammars llama.cpp would hang or crash on are never sent to it: test/unit/gbnf/gbnf-check.test.ts.)
 import fs from "node:fs";
 import path from "node:path";
 

@@ -12,7 +12,7 @@ import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { LlamapegError } from "../../lib/errors.js";
-import { SchemaInfo, buildGrammar, compileJsonSchema, jsonSchemaToGbnf } from "../unit/json-schema-reference-mode.js";
+import { SchemaInfo, buildGrammar, compileJsonSchema, jsonSchemaToGbnf } from "../unit/json-schema/json-schema-reference-mode.js";
 import { getHarness, type Harness } from "../support/harness.js";
 
 interface Case {

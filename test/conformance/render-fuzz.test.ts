@@ -9,7 +9,8 @@ import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { LlamapegError } from "../../lib/errors.js";
-import { renderChatTemplate, renderTemplate } from "../../lib/chat/template/index.js";
+import { renderChatTemplate } from "../../lib/chat/apply/render.js";
+import { renderTemplate } from "../../lib/jinja/index.js";
 import { getHarness, type Harness } from "../support/harness.js";
 
 process.env.TZ = "UTC";

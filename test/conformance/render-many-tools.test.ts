@@ -7,7 +7,7 @@ import path from "node:path";
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
-import { renderChatTemplate } from "../../lib/chat/template/index.js";
+import { renderChatTemplate } from "../../lib/chat/apply/render.js";
 import { sized } from "../support/full.js";
 import { getHarness, type Harness } from "../support/harness.js";
 

@@ -6,7 +6,7 @@ import { createLlamapeg } from "../../lib/ai-sdk/index.js";
 import { applyChatTemplate } from "../../lib/chat/apply/index.js";
 import { LlamapegError } from "../../lib/errors.js";
 import { checkGbnf } from "../../lib/gbnf/index.js";
-import { loadModel } from "../../lib/llama/index.js";
+import { loadModel, type Context } from "../../lib/llama/index.js";
 import { createChatCompletion } from "../../lib/openai/index.js";
 import { startServer } from "../../lib/server/index.js";
 import { mulberry32 } from "../../lib/test-model/random.js";
@@ -23,6 +23,9 @@ interface ArgCase {
   field: number;
   key: string;
 }
+
+/** The context the "generate" cases take sequences of (see there). */
+let sequenceContext: Context | undefined;
 
 const KEYS = ["threads", "contextSize", "sequences", "batchSize", "seed", "maxTokens", "temperature", "grammar", "signal", "messages", "tools", "gpuLayers", "port", "host", "apiKey", "cors", "constructor", "__proto__"];
 
@@ -58,7 +61,9 @@ export const fuzzClass: FuzzClass<ArgCase> = {
           model.chatTemplate(v as never);
           break;
         case "generate": {
-          const sequence = context.getSequence();
+          // Not `context`: the cases that use it as a completion target take its own sequence
+          // for good (Context's one-conversation mode), and then getSequence() is ERR_NO_SEQUENCE.
+          const sequence = (sequenceContext ??= model.createContext({ contextSize: 256, threads: 1, seed: 1 })).getSequence();
           try {
             const g = sequence.generate(c.value % 2 ? (v as never) : ({ prompt: { text: "hi" }, maxTokens: 2, ...(obj as object) } as never));
             for await (const _ of g as AsyncIterable<unknown>) void _;

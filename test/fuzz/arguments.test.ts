@@ -14,4 +14,6 @@ it("arguments: every refusal is a coded LlamapegError instance", async () => {
   // the worker counts a TypeError/RangeError as "argument" only when it has no ERR_ code
   expect(s.argument).toBe(0);
   expect(s.coded).toBeGreaterThan(cases.length / 3);
+  // every "generate" case takes a sequence of a context nothing else uses: none can be missing
+  expect(s.codes.ERR_NO_SEQUENCE ?? 0).toBe(0);
 }, 1_800_000);

@@ -1,7 +1,7 @@
 // Templates: the attack templates (hangs, memory bombs, V8 fatal errors, deep recursion and
 // nesting, quadratic lexing), the known sandbox-escape payloads, and random template text, each
 // rendered through the chat path with the default budgets.
-import { renderChatTemplate } from "../../lib/chat/template/index.js";
+import { renderChatTemplate } from "../../lib/chat/apply/render.js";
 import { mulberry32 } from "../../lib/test-model/random.js";
 import type { FuzzClass } from "./classes.js";
 

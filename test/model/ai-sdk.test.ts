@@ -213,12 +213,12 @@ describe("llamapeg/ai-sdk with the ai package", () => {
     expect(next.usage.outputTokens).toBe(3);
   });
 
-  it("the provider: specification v4, languageModel(id), no embedding models", () => {
+  it("the provider: specification v4, languageModel(id), no embedding models without an embedding context", () => {
     const llamapeg = createLlamapeg({ context });
     expect(llamapeg.specificationVersion).toBe("v4");
     const m = llamapeg.languageModel("x");
     expect(m).toMatchObject({ specificationVersion: "v4", provider: "llamapeg", modelId: "x" });
-    expect(() => llamapeg.embeddingModel("e")).toThrow(/language models only/);
+    expect(() => llamapeg.embeddingModel("e")).toThrow(/no `embeddings` context/);
     expect(() => createLlamapeg({} as never)).toThrow(/context/);
   });
 });

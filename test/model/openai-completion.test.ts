@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadModel, type Context, type Model } from "../../lib/llama/index.js";
 import { createChatCompletion, replayCompletion, toOpenAIError, validateJson, type ChatCompletion, type ChatCompletionChunk, type ChatCompletionRequest, type CompletionRecord } from "../../lib/openai/index.js";
 import { ensureTestModel } from "../../lib/test-model/index.js";
-import { assembleChunks } from "../unit/openai-assemble-chunks.js";
+import { assembleChunks } from "../unit/openai/openai-assemble-chunks.js";
 
 let model: Model;
 let context: Context;

@@ -313,7 +313,7 @@ describe("bad requests", () => {
     expect((await post("{}", { authorization: "Bearer nope" })).status).toBe(401);
     expect((await raw(`${base}/v1/models`)).status).toBe(401);
     expect((await raw(`${base}/health`)).status).toBe(200);
-    const missing = await raw(`${base}/v1/embeddings`, { method: "POST", headers: auth, body: "{}" });
+    const missing = await raw(`${base}/v1/images/generations`, { method: "POST", headers: auth, body: "{}" });
     expect(missing.status).toBe(404);
     expect(JSON.parse(missing.body).error).toMatchObject({ type: "invalid_request_error", code: "not_found" });
     expect((await raw(`${base}/v1/models/other`, { headers: auth })).status).toBe(404);

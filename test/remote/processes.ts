@@ -6,7 +6,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { createServer } from "node:net";
 
-import { probeRpcServer } from "../../lib/remote/rpc-probe.js";
+import { probeRpcServer } from "../../lib/llama/rpc-probe.js";
 
 import { ensureLlamaTools, type LlamaTools } from "../../scripts/llama-tools.mjs";
 

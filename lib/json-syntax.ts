@@ -112,14 +112,4 @@ export function findJsonSyntaxError(text: string): JsonSyntaxError | null {
 }
 
 /** 1-based line and column (in UTF-16 units, as editors count) of `offset`. */
-export function lineColumn(text: string, offset: number): { line: number; column: number } {
-  let line = 1;
-  let start = 0;
-  for (let k = 0; k < offset && k < text.length; k++) {
-    if (text.charCodeAt(k) === 0x0a) {
-      line++;
-      start = k + 1;
-    }
-  }
-  return { line, column: offset - start + 1 };
-}
+export { lineColumn } from "./line-column.js";
