@@ -30,7 +30,7 @@ describe("lifecycle", () => {
   it("model.dispose() releases the weights at once (no GC); native memory does not pile up over load/dispose cycles", () => {
     // 50 rounds here; 100 rounds measured +3 to +6 MB (docs/bench.md). Before: 45-90 MB per
     // round kept until GC, then steps of ~120 MB from glibc's per-thread arenas. The two RSS
-    // points are taken after a GC, for the JS garbage loadModel's GGUF pre-check leaves.
+    // figures are medians of settled RSS (after GCs) over the first and the last quarter of rounds.
     const r = runFixture("load-dispose-rss.mjs", ["50"], 540_000, ["--expose-gc"]);
     expect(r.status, r.stderr).toBe(0);
     const m = JSON.parse(r.stdout) as { warmRssMb: number; endRssMb: number; modelMb: number; releasedMb: number };
