@@ -172,8 +172,10 @@ void CallJsBatchImpl(Napi::Env env, Napi::Function fn, GenerationJob* job) {
     o.Set("forcedRuns", s.forcedRuns);
     o.Set("draftTokens", s.draftTokens);
     o.Set("draftAcceptedTokens", s.draftAcceptedTokens);
-    o.Set("reasoningTokens", s.reasoningTokens);
-    o.Set("reasoningForcedTokens", s.reasoningForcedTokens);
+    if (job->params.reasoning.budget >= 0) {
+      o.Set("reasoningTokens", s.reasoningTokens);
+      o.Set("reasoningForcedTokens", s.reasoningForcedTokens);
+    }
     o.Set("queueMs", s.queueMs);
     o.Set("promptMs", s.promptMs);
     o.Set("generateMs", s.generateMs);

@@ -11,6 +11,7 @@ import { bool, checkKeys, int, oneOf, optionalObject, str, stringList, tokenList
 /** Where the trigger mapping lives now (triggers.ts); re-exported for this module's callers. */
 export { escapeRegex } from "./triggers.js";
 import { resolveSpeculative, type SpeculativeOptions } from "./speculative-options.js";
+import { resolveReasoningBudget, type ReasoningBudgetOptions } from "./reasoning-budget.js";
 
 export interface GrammarOptions {
   /** GBNF source (llama.cpp's grammar format). */
@@ -86,6 +87,14 @@ export interface GenerateOptions extends SamplingOptions {
    */
   speculative?: SpeculativeOptions | false;
   /**
+   * A bound on reasoning (reasoning-budget.ts): after `tokens` tokens inside a block opened by
+   * `start`, the message and `end[0]` are forced and the model answers. Counted in
+   * `stats.reasoningTokens` / `reasoningForcedTokens`. The chat layers (OpenAI
+   * `reasoning_budget_tokens`, Anthropic `thinking.budget_tokens`, Responses `reasoning.effort`)
+   * fill the markers from the template's analysis. Default: none.
+   */
+  reasoningBudget?: ReasoningBudgetOptions;
+  /**
    * When the sequence is full: false stops with stopReason "context_full"; true (or `{keep}`)
    * drops the older half of its tokens after the first `keep` and goes on, as llama-server's
    * context shift does (`keep` defaults to 1 when the model adds BOS, else 0). Default: the
@@ -113,6 +122,7 @@ const generateKeys = [
   "grammarFirst",
   "fastForward",
   "speculative",
+  "reasoningBudget",
   "contextShift",
 ] as const;
 
@@ -168,6 +178,7 @@ export function resolveGenerateOptions(
     grammarFirst: bool(o.grammarFirst, "grammarFirst", false),
     fastForward: bool(o.fastForward, "fastForward", false) && grammar !== null,
     speculative: resolveSpeculative(o.speculative),
+    reasoningBudget: resolveReasoningBudget(model, o.reasoningBudget),
     ...resolveContextShift(model, o.contextShift === undefined ? defaults.contextShift : o.contextShift, "contextShift"),
     // Hand-off tuning: a batch every 16 tokens or 5 ms; at most 256 tokens ahead of the reader.
     flushTokens: 16,

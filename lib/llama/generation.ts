@@ -67,6 +67,10 @@ export interface GenerationStats {
    * verification, and of those the ones the sampler produced as drafted (each saved a decode step). */
   draftTokens?: number;
   draftAcceptedTokens?: number;
+  /** Reasoning budget (`reasoningBudget` option): tokens emitted inside reasoning blocks (markers
+   * not counted), and of generatedTokens the ones forced to close a block whose budget was spent. */
+  reasoningTokens?: number;
+  reasoningForcedTokens?: number;
 }
 
 export interface GenerationResult {
@@ -308,6 +312,10 @@ function statsOf(final: NativeFinal): GenerationStats {
   if (final.draftTokens !== undefined) {
     stats.draftTokens = final.draftTokens;
     stats.draftAcceptedTokens = final.draftAcceptedTokens ?? 0;
+  }
+  if (final.reasoningTokens !== undefined) {
+    stats.reasoningTokens = final.reasoningTokens;
+    stats.reasoningForcedTokens = final.reasoningForcedTokens ?? 0;
   }
   return stats;
 }

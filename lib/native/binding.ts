@@ -113,6 +113,8 @@ export interface NativeGenerateOptions {
   fastForward?: boolean;
   /** Prompt-lookup speculative decoding (native/speculative.h); absent or null: off. */
   speculative?: { draftMax: number; draftMin: number; ngramMin: number; ngramMax: number } | null;
+  /** Reasoning budget (native/reasoning-budget.h): token sequences of the markers; absent or null: off. */
+  reasoningBudget?: { tokens: number; start: Int32Array[]; end: Int32Array[]; forced: Int32Array; open: boolean } | null;
   /** A full sequence drops old tokens (keeping the first `contextShiftKeep`) instead of stopping. */
   contextShift: boolean;
   contextShiftKeep: number;
@@ -149,6 +151,9 @@ export interface NativeFinal {
   /** Speculation: tokens drafted (and decoded for verification), and of those the ones kept. */
   draftTokens?: number;
   draftAcceptedTokens?: number;
+  /** Reasoning budget: tokens inside reasoning blocks, and the ones forced to close a block. */
+  reasoningTokens?: number;
+  reasoningForcedTokens?: number;
   error?: Error & { code?: string };
 }
 
