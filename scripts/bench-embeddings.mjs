@@ -2,7 +2,7 @@
 /**
  * Embedding throughput (issue 25): tokens/s for a batch of 64 short texts, 2 threads, mean
  * pooling, ours (EmbeddingContext.embed in this process) side by side with llama.cpp's own
- * `llama-embedding` (built from the vendored tree by scripts/llama-embedding.mjs) on the same
+ * `llama-embedding` (built from the vendored tree by scripts/llama-tools.mjs) on the same
  * model and the same context (-c/-b/-ub 512, unified cache, one decode).
  *
  * Paired, interleaved runs (the order alternates): each pair is one llama-embedding process
@@ -24,7 +24,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import { promisify } from "node:util";
 
 import { formatRatio, median, pairedRatio, verdict } from "./bench/stats.mjs";
-import { ensureLlamaEmbedding } from "./llama-embedding.mjs";
+import { ensureLlamaTools } from "./llama-tools.mjs";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const run = promisify(execFile);
@@ -40,7 +40,7 @@ const count = Number(arg("texts", "64"));
 const lib = await import(pathToFileURL(join(root, "dist", "index.js")).href);
 const testing = await import(pathToFileURL(join(root, "dist", "exports", "testing.js")).href);
 const modelPath = resolve(arg("model", await testing.ensureTestModel("tiny")));
-const { llamaEmbedding } = await ensureLlamaEmbedding();
+const { llamaEmbedding } = await ensureLlamaTools();
 
 const topics = ["weather", "football", "cooking", "markets", "travel", "music", "gardens", "physics"];
 const texts = Array.from({ length: count }, (_, i) => `a remark on ${topics[i % topics.length]}, ${i}`);

@@ -2,6 +2,7 @@
 export interface LlamaTools {
   llamaServer: string;
   rpcServer: string;
+  llamaEmbedding: string;
   /** Whether this call built them. */
   built: boolean;
   /** How long the build took (0 when cached). */
@@ -11,5 +12,5 @@ export interface LlamaTools {
 }
 export function cacheRoot(): string;
 export function buildFlags(): string[];
-export function toolsLocation(): { key: string; commit: string; flags: string[]; source: string; dir: string; llamaServer: string; rpcServer: string; manifest: string };
+export function toolsLocation(): { key: string; commit: string; flags: string[]; source: string; dir: string; llamaServer: string; rpcServer: string; llamaEmbedding: string; manifest: string };
 export function ensureLlamaTools(options?: { rebuild?: boolean; log?: (message: string) => void }): Promise<LlamaTools>;

@@ -1,10 +1,13 @@
 #!/usr/bin/env node
-// Builds llama.cpp's own `llama-server` and `rpc-server` (CMake target ggml-rpc-server) from the
-// vendored tree and caches the two binaries, for the remote tests and benchmarks (never run by
+// Builds llama.cpp's own `llama-server`, `rpc-server` (CMake target ggml-rpc-server) and
+// `llama-embedding` (examples/embedding) from the vendored tree and caches the three binaries, for
+// the tests that compare against llama.cpp's own programs and for the benchmarks (never run by
 // `npm install`).
 //
-// - A separate CMake build dir, only those two targets, static (the binaries run from anywhere),
-//   no OpenSSL, no curl, no web UI download: it builds offline.
+// - A separate CMake build dir, only those three targets, static (the binaries run from anywhere),
+//   no OpenSSL, no curl, no web UI download: it builds offline. One build for all three: they
+//   share llama.cpp's library and `common` (llama-embedding adds one source file; built on its own
+//   it cost a second full compile, ~9 minutes on 2 cores).
 // - Cache: <cache>/llama-tools/<key>/bin, where <cache> is LLAMAPEG_CACHE_DIR or the user's cache
 //   folder (XDG_CACHE_HOME or ~/.cache, ~/Library/Caches, %LOCALAPPDATA%) + /llamapeg, and <key>
 //   hashes the vendored llama.cpp commit, this script's build flags, the platform and the compiler.
@@ -14,9 +17,10 @@
 //   (flock LLAMAPEG_BUILD_LOCK, default /tmp/llamapeg-build.lock) so they never compete with
 //   another native build for the cores.
 //
-//   node scripts/llama-tools.mjs            build if needed; print {"llamaServer", "rpcServer", ...}
+//   node scripts/llama-tools.mjs            build if needed; print {"llamaServer", "rpcServer", "llamaEmbedding", ...}
 //   node scripts/llama-tools.mjs --rebuild  build again even when cached
-//   LLAMAPEG_LLAMA_SERVER=/path, LLAMAPEG_RPC_SERVER=/path   use existing binaries, build nothing
+//   LLAMAPEG_LLAMA_SERVER=/path, LLAMAPEG_RPC_SERVER=/path, LLAMAPEG_LLAMA_EMBEDDING=/path
+//                                                           use existing binaries, build nothing
 //   LLAMAPEG_TOOLS_CMAKE_ARGS="-DGGML_CUDA=ON ..."           extra configure flags (part of the key)
 //   LLAMAPEG_JOBS=N                                         parallel compile jobs (default: CPU count)
 import { execFileSync, spawn } from "node:child_process";
@@ -39,7 +43,7 @@ import { fileURLToPath } from "node:url";
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const exe = process.platform === "win32" ? ".exe" : "";
 // Bump when the way the tools are built changes in a way the flags do not show.
-const RECIPE = 1;
+const RECIPE = 2; // 2: llama-embedding joined the build
 
 /** The user's cache folder for llamapeg (LLAMAPEG_CACHE_DIR wins). */
 export function cacheRoot() {
@@ -74,7 +78,8 @@ export function buildFlags() {
     "-DLLAMA_BUILD_TOOLS=ON",
     "-DLLAMA_BUILD_SERVER=ON",
     "-DLLAMA_BUILD_TESTS=OFF",
-    "-DLLAMA_BUILD_EXAMPLES=OFF",
+    // examples/ for llama-embedding only: the build names its targets, nothing else compiles
+    "-DLLAMA_BUILD_EXAMPLES=ON",
     "-DLLAMA_BUILD_APP=OFF",
     // no web UI: neither an npm build nor a download from Hugging Face (the server runs without it)
     "-DLLAMA_BUILD_UI=OFF",
@@ -125,12 +130,13 @@ export function toolsLocation() {
     dir,
     llamaServer: join(dir, "bin", `llama-server${exe}`),
     rpcServer: join(dir, "bin", `rpc-server${exe}`),
+    llamaEmbedding: join(dir, "bin", `llama-embedding${exe}`),
     manifest: join(dir, "manifest.json"),
   };
 }
 
 function cached(loc) {
-  return existsSync(loc.manifest) && existsSync(loc.llamaServer) && existsSync(loc.rpcServer);
+  return existsSync(loc.manifest) && existsSync(loc.llamaServer) && existsSync(loc.rpcServer) && existsSync(loc.llamaEmbedding);
 }
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -233,22 +239,24 @@ function install(from, to) {
 }
 
 /**
- * Resolves with the paths of `llama-server` and `rpc-server`, building them first when they are
- * not cached. `built` says whether this call built them, `seconds` how long that took.
+ * Resolves with the paths of `llama-server`, `rpc-server` and `llama-embedding`, building them
+ * first when they are not cached. `built` says whether this call built them, `seconds` how long
+ * that took.
  */
 export async function ensureLlamaTools({ rebuild = false, log = (m) => process.stderr.write(`[llama-tools] ${m}\n`) } = {}) {
-  if (process.env.LLAMAPEG_LLAMA_SERVER || process.env.LLAMAPEG_RPC_SERVER) {
-    const llamaServer = process.env.LLAMAPEG_LLAMA_SERVER;
-    const rpcServer = process.env.LLAMAPEG_RPC_SERVER;
-    if (!llamaServer || !rpcServer) throw new Error("set both LLAMAPEG_LLAMA_SERVER and LLAMAPEG_RPC_SERVER (or neither)");
-    for (const p of [llamaServer, rpcServer]) if (!existsSync(p)) throw new Error(`${p} does not exist`);
-    return { llamaServer: resolve(llamaServer), rpcServer: resolve(rpcServer), built: false, seconds: 0, key: "env", dir: null };
+  const given = ["LLAMAPEG_LLAMA_SERVER", "LLAMAPEG_RPC_SERVER", "LLAMAPEG_LLAMA_EMBEDDING"];
+  if (given.some((name) => process.env[name])) {
+    const missing = given.filter((name) => !process.env[name]);
+    if (missing.length > 0) throw new Error(`set all of ${given.join(", ")} (or none); missing: ${missing.join(", ")}`);
+    const [llamaServer, rpcServer, llamaEmbedding] = given.map((name) => resolve(process.env[name]));
+    for (const p of [llamaServer, rpcServer, llamaEmbedding]) if (!existsSync(p)) throw new Error(`${p} does not exist`);
+    return { llamaServer, rpcServer, llamaEmbedding, built: false, seconds: 0, key: "env", dir: null };
   }
   if (!process.env.LLAMA_CPP_DIR && !existsSync(join(root, "vendor", "llama.cpp", "include", "llama.h"))) {
     execFileSync(process.execPath, [join(root, "scripts", "vendor-llama.mjs")], { stdio: "inherit", cwd: root });
   }
   const loc = toolsLocation();
-  const result = (built, seconds) => ({ llamaServer: loc.llamaServer, rpcServer: loc.rpcServer, built, seconds, key: loc.key, dir: loc.dir });
+  const result = (built, seconds) => ({ llamaServer: loc.llamaServer, rpcServer: loc.rpcServer, llamaEmbedding: loc.llamaEmbedding, built, seconds, key: loc.key, dir: loc.dir });
   if (!rebuild && cached(loc)) return result(false, 0);
 
   mkdirSync(loc.dir, { recursive: true });
@@ -261,15 +269,16 @@ export async function ensureLlamaTools({ rebuild = false, log = (m) => process.s
       const buildDir = join(loc.dir, "build");
       const generator = hasCommand("ninja") ? ["-G", "Ninja"] : [];
       const jobs = process.env.LLAMAPEG_JOBS ?? String(availableParallelism());
-      log(`building llama-server and rpc-server from ${loc.source} (${loc.commit.slice(0, 12)}) in ${buildDir}`);
+      log(`building llama-server, rpc-server and llama-embedding from ${loc.source} (${loc.commit.slice(0, 12)}) in ${buildDir}`);
       const options = { log, cwd: root };
       if (!existsSync(join(buildDir, "CMakeCache.txt"))) {
         await cmake(["-S", loc.source, "-B", buildDir, ...generator, ...loc.flags], options);
       }
-      await cmake(["--build", buildDir, "--config", "Release", "--target", "llama-server", "ggml-rpc-server", "--parallel", jobs], options);
+      await cmake(["--build", buildDir, "--config", "Release", "--target", "llama-server", "ggml-rpc-server", "llama-embedding", "--parallel", jobs], options);
       mkdirSync(join(loc.dir, "bin"), { recursive: true });
       install(findBinary(buildDir, "llama-server"), loc.llamaServer);
       install(findBinary(buildDir, "ggml-rpc-server"), loc.rpcServer);
+      install(findBinary(buildDir, "llama-embedding"), loc.llamaEmbedding);
       const seconds = (Date.now() - started) / 1000;
       writeFileSync(loc.manifest, JSON.stringify({ commit: loc.commit, flags: loc.flags, builtAt: new Date().toISOString(), seconds }, null, 2));
       // The binaries are static; the objects (hundreds of MB) are not needed any more.

@@ -1,5 +1,5 @@
-// Embeddings equal llama.cpp's own (issue 25): the vendored `llama-embedding` example, built by
-// scripts/llama-embedding.mjs, on the same test model for each pooling type (mean, cls, last) and
+// Embeddings equal llama.cpp's own (issue 25): the vendored `llama-embedding` example, built with
+// llama-server by scripts/llama-tools.mjs (npm test's second phase), on the same test model for each pooling type (mean, cls, last) and
 // for a reranker's rank scores, within float tolerance (it prints 7 decimals).
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { loadModel, type Model } from "../../lib/llama/index.js";
 import { ensureTestModel } from "../../lib/test-model/index.js";
-import { ensureLlamaEmbedding } from "../../scripts/llama-embedding.mjs";
+import { ensureLlamaTools } from "../../scripts/llama-tools.mjs";
 
 const run = promisify(execFile);
 const texts = ["hello world", "the cat sat on the mat", "<|im_start|>user\nembed me<|im_end|>", "x"];
@@ -18,7 +18,7 @@ let qwen: Model;
 let reranker: Model;
 
 beforeAll(async () => {
-  binary = (await ensureLlamaEmbedding()).llamaEmbedding;
+  binary = (await ensureLlamaTools()).llamaEmbedding;
   qwenPath = await ensureTestModel("tiny");
   rerankerPath = await ensureTestModel("tiny", { overrides: { architecture: "qwen3", reranker: true } });
   qwen = await loadModel(qwenPath);
