@@ -1,0 +1,155 @@
+#!/usr/bin/env node
+// npm run bench:speculative — prompt-lookup speculation (docs/speculative.md) on an "edit this
+// file" tool call whose content repeats the prompt, greedy, with and without drafts, in paired,
+// interleaved rounds in one process.
+//
+// The model: the copy variant of a test model (lib/test-model/scaled.ts: every attn_output scaled
+// by 0, so its next token depends on the current one only and text it wrote once it writes again
+// from the same token on: the way a real model copies a file it was shown; random weights never
+// do). The file: that model's own greedy text, so the call's `content` repeats it. The request: a
+// named tool_choice `write_file {path, content}` (Qwen 2.5's template, its grammar and parser).
+// Each round runs both sides in a rotated order; the ratio is per round, reported as a median.
+// Ends with a PASS/FAIL line for the goal of issue 24 (>= 1.5x tokens/s at equal greedy output),
+// judged on this run's numbers. Also reports the same on the plain model (drafts mostly rejected:
+// the cost of speculation when it does not pay).
+//
+//   node scripts/bench-speculative.mjs [--json] [--rounds N] [--size tiny|small] [--threads N]
+//                                      [--file-tokens N] [--draft-max N]
+import { existsSync, readFileSync } from "node:fs";
+import { loadavg } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+const log = (...a) => console.error("[bench-speculative]", ...a);
+
+function parseArgs(argv, defaults) {
+  const out = { ...defaults, json: false };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    const key = a.slice(2).replace(/-([a-z])/g, (_, c) => c.toUpperCase());
+    if (a === "--json") out.json = true;
+    else if (a.startsWith("--") && key in defaults && i + 1 < argv.length) out[key] = typeof defaults[key] === "number" ? Number(argv[++i]) : argv[++i];
+    else throw new Error(`unknown argument ${a}`);
+  }
+  return out;
+}
+
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+};
+
+const TOOL = {
+  type: "function",
+  function: {
+    name: "write_file",
+    description: "Write a file",
+    parameters: { type: "object", properties: { path: { type: "string" }, content: { type: "string" } }, required: ["path", "content"], additionalProperties: false },
+  },
+};
+
+async function main() {
+  const opts = parseArgs(process.argv.slice(2), { rounds: 7, size: "small", threads: 2, fileTokens: 256, draftMax: 16 });
+  const dist = join(root, "dist");
+  for (const f of ["openai/index.js", "llama/index.js", "test-model/index.js", "test-model/scaled.js"]) {
+    if (!existsSync(join(dist, f))) throw new Error(`dist/${f} is missing: run \`npm run build:ts\` first`);
+  }
+  const { createChatCompletion } = await import(pathToFileURL(join(dist, "openai/index.js")).href);
+  const { loadModel } = await import(pathToFileURL(join(dist, "llama/index.js")).href);
+  const { ensureTestModel } = await import(pathToFileURL(join(dist, "test-model/index.js")).href);
+  const { scaledTestModel } = await import(pathToFileURL(join(dist, "test-model/scaled.js")).href);
+  const load = () => loadavg().map((x) => x.toFixed(2)).join(" ");
+  const report = { load: { start: load() }, size: opts.size, threads: opts.threads, fileTokens: opts.fileTokens, draftMax: opts.draftMax, models: {} };
+  const template = readFileSync(join(root, "vendor", "llama.cpp", "models", "templates", "Qwen-Qwen2.5-7B-Instruct.jinja"), "utf8");
+  const basePath = await ensureTestModel(opts.size);
+
+  for (const [name, path] of [["copy", scaledTestModel(basePath, /attn_output\.weight$/, 0)], ["plain", basePath]]) {
+    const model = await loadModel(path);
+    const context = model.createContext({ contextSize: 4096, threads: opts.threads });
+    // The file: what this model writes as `content` in that very call (the copying model's next
+    // token depends on the current one only, so shown the file it writes the same text again).
+    const requestFor = (file) => ({
+      messages: [{ role: "user", content: `Here is src/notes.txt:\n\n${file}\n\nWrite it back unchanged with write_file.` }],
+      tools: [TOOL],
+      tool_choice: { type: "function", function: { name: "write_file" } },
+      temperature: 0,
+      max_tokens: opts.fileTokens,
+      chat_template: template,
+    });
+    const contentOf = (c) => {
+      try {
+        return JSON.parse(c.choices[0].message.tool_calls?.[0]?.function.arguments ?? "{}").content ?? "";
+      } catch {
+        return ""; // (a call cut by max_tokens: its arguments are not complete JSON)
+      }
+    };
+    const probe = await createChatCompletion(context, { ...requestFor("(empty)"), max_tokens: opts.fileTokens * 4 });
+    const file = contentOf(probe);
+    const request = requestFor(file);
+    const generateWith = (speculative) => ({
+      model,
+      generate: (ids, o) => context.generate(ids, { ...o, ...(speculative ? { speculative: { type: "ngram", draftMax: opts.draftMax } } : {}) }),
+    });
+    const timed = async (speculative) => {
+      const target = generateWith(speculative);
+      const generations = [];
+      const wrapped = { model, generate: (ids, o) => { const g = target.generate(ids, o); generations.push(g); return g; } };
+      const t0 = performance.now();
+      const c = await createChatCompletion(wrapped, request);
+      const ms = performance.now() - t0;
+      // (after the completion consumed it, result() gives the finished generation's stats)
+      const { stats } = await generations[0].result();
+      const call = c.choices[0].message.tool_calls?.[0]?.function.arguments ?? "";
+      return { ms, generateMs: stats.generateMs, tokens: stats.generatedTokens, drafted: stats.draftTokens ?? 0, accepted: stats.draftAcceptedTokens ?? 0, call };
+    };
+    await timed(false); // warm-up: the prompt in the KV cache, the grammar's caches
+    await timed(true);
+    const rounds = [];
+    for (let i = 0; i < opts.rounds; i++) {
+      const order = i % 2 === 0 ? [true, false] : [false, true];
+      const round = {};
+      for (const spec of order) round[spec ? "on" : "off"] = await timed(spec);
+      round.same = round.on.call === round.off.call && round.on.tokens === round.off.tokens;
+      round.tpsRatio = (round.on.tokens / round.on.generateMs) / (round.off.tokens / round.off.generateMs);
+      rounds.push(round);
+      log(`${name} round ${i + 1}/${opts.rounds}: drafts ${round.on.generateMs.toFixed(0)} ms (${round.on.tokens} tokens, ${round.on.accepted}/${round.on.drafted} drafted kept) · none ${round.off.generateMs.toFixed(0)} ms (${round.off.tokens}) · same output ${round.same} · load ${load()}`);
+    }
+    const first = rounds[0];
+    const contentShare = (() => {
+      const content = contentOf({ choices: [{ message: { tool_calls: [{ function: { arguments: first.off.call } }] } }] }) || first.off.call;
+      let k = 0;
+      while (k < content.length && k < file.length && content[k] === file[k]) k++;
+      return { contentChars: content.length, fileChars: file.length, commonPrefixChars: k };
+    })();
+    report.models[name] = {
+      tokens: first.off.tokens,
+      drafted: first.on.drafted,
+      accepted: first.on.accepted,
+      allSame: rounds.every((r) => r.same),
+      medianTpsRatio: median(rounds.map((r) => r.tpsRatio)),
+      medianOnMs: median(rounds.map((r) => r.on.generateMs)),
+      medianOffMs: median(rounds.map((r) => r.off.generateMs)),
+      content: contentShare,
+      rounds,
+    };
+    model.dispose();
+  }
+  report.load.end = load();
+  const c = report.models.copy;
+  const p = report.models.plain;
+  const lines = [
+    `edit-this-file tool call (write_file, named), ${opts.size} model, ${opts.threads} threads, greedy, draftMax ${opts.draftMax}; load ${report.load.start} -> ${report.load.end}`,
+    `  copying model: ${c.tokens} tokens, ${c.accepted} of ${c.drafted} drafted tokens kept; generate ${c.medianOnMs.toFixed(0)} ms with drafts, ${c.medianOffMs.toFixed(0)} ms without; the content's first ${c.content.commonPrefixChars} characters repeat the file's (${c.content.fileChars} characters)`,
+    `  plain random model: ${p.tokens} tokens, ${p.accepted} of ${p.drafted} kept; tokens/s with drafts / without ${p.medianTpsRatio.toFixed(3)}; same output ${p.allSame}`,
+    `${c.medianTpsRatio >= 1.5 && c.allSame ? "PASS" : "FAIL"} tokens/s with prompt lookup / without >= 1.5 at equal greedy output: ${c.medianTpsRatio.toFixed(3)} (median of ${c.rounds.length} paired rounds), same output in every round: ${c.allSame}`,
+  ];
+  if (opts.json) console.log(JSON.stringify(report, null, 2));
+  else console.log(lines.join("\n"));
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});
