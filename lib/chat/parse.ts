@@ -6,7 +6,7 @@
 import { LlamapegError } from "../errors.js";
 import type { PegAst } from "../peg/ast.js";
 import type { PegParseResult } from "../peg/parse.js";
-import { formatMapper, type FormatAstView } from "./formats/registry.js";
+import { formatMapper, type FormatAstView } from "./families/registry.js";
 import { mapChatAst, type MapperAst, type MapperNode } from "./mapper.js";
 import { closeCutCalls, describeCutCall } from "./cut-calls.js";
 import { emptyAssistantMessage, type AssistantMessage } from "./messages.js";

@@ -8,9 +8,9 @@ import { createHash } from "node:crypto";
 
 import { boundedCache } from "../cache.js";
 import { type TemplateCaps, templateCaps } from "../jinja/index.js";
-import type { ChatFamily, TemplateQuirks } from "./formats/family.js";
-import { QUIRKS } from "./formats/quirks.js";
-import { detectFamily } from "./formats/registry.js";
+import type { ChatFamily, TemplateQuirks } from "./families/family.js";
+import { QUIRKS } from "./families/quirks.js";
+import { detectFamily } from "./families/registry.js";
 import { concatContentParts } from "./messages.js";
 import { patchTemplateSource } from "./source-patches.js";
 
@@ -20,9 +20,9 @@ export interface TemplateFacts {
   /** sha256 of the source as given, hex. */
   readonly hash: string;
   readonly caps: Readonly<TemplateCaps>;
-  /** The family whose plan and hooks the template gets (formats/registry.ts); undefined: the analysis path. */
+  /** The family whose plan and hooks the template gets (families/registry.ts); undefined: the analysis path. */
   readonly family: ChatFamily | undefined;
-  /** Quirks of templates without a family of their own (formats/quirks.ts) that apply to this one. */
+  /** Quirks of templates without a family of their own (families/quirks.ts) that apply to this one. */
   readonly quirks: readonly TemplateQuirks[];
 }
 

@@ -13,7 +13,7 @@ import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { analyzeTemplate, type TemplateAnalysis } from "../../lib/chat/analysis/index.js";
-import { detectSpecializedTemplate } from "../../lib/chat/formats/registry.js";
+import { detectSpecializedTemplate } from "../../lib/chat/families/registry.js";
 import { patchTemplateSource } from "../../lib/chat/source-patches.js";
 import { spliceDocTable } from "../support/doc-table.js";
 import { getHarness, type Harness } from "../support/harness.js";

@@ -18,7 +18,7 @@ import { applyDeltas } from "../../lib/chat/diff.js";
 import { emptyAssistantMessage } from "../../lib/chat/messages.js";
 import { parseChatOutput } from "../../lib/chat/parse.js";
 import { ChatSession } from "../../lib/chat/session.js";
-import { detectSpecializedTemplate } from "../../lib/chat/formats/registry.js";
+import { detectSpecializedTemplate } from "../../lib/chat/families/registry.js";
 import { LlamapegError } from "../../lib/errors.js";
 import { spliceDocTable } from "../support/doc-table.js";
 import { getHarness, type Harness } from "../support/harness.js";

@@ -12,7 +12,7 @@ import { buildChatOutputParser, type ChatOutputFormat } from "../../lib/chat/gra
 import { buildChatGrammar } from "../../lib/chat/grammar/plan-grammar.js";
 import { parseChatOutput } from "../../lib/chat/parse.js";
 import { chatPlan } from "../../lib/chat/plan.js";
-import { detectSpecializedTemplate } from "../../lib/chat/formats/registry.js";
+import { detectSpecializedTemplate } from "../../lib/chat/families/registry.js";
 import { LlamapegError } from "../../lib/errors.js";
 import { TOOLS } from "../fixtures/chat/grammars.js";
 import { getHarness, type Harness } from "../support/harness.js";

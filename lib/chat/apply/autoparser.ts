@@ -4,8 +4,8 @@
  * the autoparser branch of `common_chat_templates_apply_jinja`.
  */
 import type { TemplateAnalysis } from "../analysis/types.js";
-import type { FamilyPlan, PlanInput } from "../formats/family.js";
-import { grammarMode, trimWs } from "../formats/helpers.js";
+import type { FamilyPlan, PlanInput } from "../families/family.js";
+import { grammarMode, trimWs } from "../families/helpers.js";
 import { buildChatOutputTree, type ChatOutputRequest } from "../grammar/output-parser.js";
 import { chatGrammarMode } from "../grammar/plan-grammar.js";
 

@@ -2,7 +2,7 @@
  * A checked request and a template in, the whole plan out: the prompt, one output tree (the
  * parser), the grammar exported from that tree, and everything sampling and parsing need. Every
  * decision that shapes them is made here, once:
- * - the family (formats/registry.ts) or, for any other template, the template analysis;
+ * - the family (families/registry.ts) or, for any other template, the template analysis;
  * - a named tool_choice: only that tool, and a call is required;
  * - tool_choice "required" with calls only: the grammar is the tree's calls-only variant
  *   (reasoning, then calls); the parser still reads text before calls;
@@ -15,7 +15,7 @@
  */
 import { LlamapegError } from "../../errors.js";
 import { analyzeTemplate } from "../analysis/analyze.js";
-import type { FamilyPlan, PlanInput } from "../formats/family.js";
+import type { FamilyPlan, PlanInput } from "../families/family.js";
 import { ChatPegBuilder } from "../grammar/builder.js";
 import { segmentsFromMarks } from "../prompt.js";
 import { templateFacts } from "../template-facts.js";

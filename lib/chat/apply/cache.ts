@@ -17,7 +17,7 @@
 import { createHash } from "node:crypto";
 
 import { BoundedCache, boundedCache, clearCaches } from "../../cache.js";
-import type { ChatFamily } from "../formats/family.js";
+import type { ChatFamily } from "../families/family.js";
 import type { TemplateFacts } from "../template-facts.js";
 import type { AppliedChatPlan } from "./types.js";
 import type { NormalizedApplyRequest } from "./request.js";

@@ -2,7 +2,7 @@
  * `applyChatTemplate(source, request)`: an OpenAI-style request and a chat template in, the whole
  * `ChatPlan` out (prompt, output parser, its GBNF, triggers, prefill, stops...), with no model.
  * Follows llama.cpp's `common_chat_templates_apply` (jinja path): a model family's own plan when
- * the template source is one (formats/), else the template analysis feeds the parser generator;
+ * the template source is one (families/), else the template analysis feeds the parser generator;
  * on top, what llama.cpp leaves to its server or does not do (named tool_choice, calls only, tools
  * together with a response schema, schema degradation). See docs/apply.md.
  */

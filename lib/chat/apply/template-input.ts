@@ -11,7 +11,7 @@
  *  3. `developer` -> `system` (unless the family keeps it); a system message merged into the next
  *     message where the template ignores the system role; tool-call arguments parsed into objects
  *     where the template reads them as objects (the cut-arguments pass, with its warnings);
- *  4. the hooks of the template's family and quirks (../formats/): message rewrites, variables;
+ *  4. the hooks of the template's family and quirks (../families/): message rewrites, variables;
  *  5. the context: bos/eos, enable_thinking, tools (normalized, only when non-empty), `datetime` and
  *     `date_string`, chat_template_kwargs; add_generation_prompt is set by the renderer.
  */
