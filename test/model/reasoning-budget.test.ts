@@ -1,10 +1,18 @@
-// The reasoningBudget option of context.generate() on the tiny random-weight model (issue 25): at
+// The reasoning budget on the tiny random-weight model (issue 25). generate()'s reasoningBudget: at
 // most N tokens inside a block, then the message and the end marker forced, and the model goes on;
 // budget 0; a block the model opens itself; the counts in the stats; bad options as coded errors.
-// The random model never closes a block by itself, so every budget here is spent.
+// createChatCompletion: reasoning_budget_tokens on a template that opens the block (R1), stream and
+// not, the usage's reasoning_tokens, budget 0, a template without reasoning, a call after a forced
+// close. The random model never closes a block by itself, so every budget here is spent.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+
 import { loadModel, type Context, type GeneratedToken, type Model } from "../../lib/llama/index.js";
+import { packageRoot } from "../../lib/native/binding.js";
+import { createChatCompletion, type ChatCompletion, type ChatCompletionChunk, type ChatCompletionRequest } from "../../lib/openai/index.js";
+import type { CompletionRecord } from "../../lib/openai/record.js";
 import { ensureTestModel } from "../../lib/test-model/index.js";
 import { codeOf, collect, text } from "./helpers.js";
 
@@ -159,5 +167,111 @@ describe("reasoningBudget", () => {
       expect(e.message).toContain(field);
     }
     expect(context.busy).toBe(false);
+  });
+});
+
+const templateFile = (name: string) => readFileSync(join(packageRoot, "vendor", "llama.cpp", "models", "templates", `${name}.jinja`), "utf8");
+
+/** A non-stream request (createChatCompletion resolves to the completion). */
+type Whole = ChatCompletionRequest & { stream?: false };
+
+async function chunksOf(stream: AsyncIterable<ChatCompletionChunk>): Promise<ChatCompletionChunk[]> {
+  const out: ChatCompletionChunk[] = [];
+  for await (const c of stream) out.push(c);
+  return out;
+}
+
+describe("reasoning budget through createChatCompletion", () => {
+  const r1 = () => templateFile("deepseek-ai-DeepSeek-R1-Distill-Qwen-32B");
+  const ask = (over: Partial<Whole> = {}): Whole => ({ messages: [{ role: "user", content: "Think first." }], chat_template: r1(), seed: 9, temperature: 1, max_tokens: 30, ...over });
+
+  it("reasoning_budget_tokens N on R1's template: N reasoning tokens, the block closed where the usage says, content after it", async () => {
+    let record: CompletionRecord | undefined;
+    const c = await createChatCompletion(context, ask({ reasoning_budget_tokens: 8 }), { onRecord: (r) => (record = r) });
+    const reasoning = c.usage.completion_tokens_details!.reasoning_tokens;
+    expect(reasoning).toBeGreaterThanOrEqual(8);
+    expect(reasoning).toBeLessThanOrEqual(8 + 3);
+    const message = c.choices[0].message;
+    expect(message.reasoning_content?.length ?? 0).toBeGreaterThan(0);
+    expect((message.content ?? "").length).toBeGreaterThan(0);
+    // The output's bytes: the first `reasoning` tokens, then the forced </think>.
+    const pieces = record!.pieces.map((b) => Buffer.from(b, "base64"));
+    const out = Buffer.concat(pieces);
+    const at = Buffer.concat(pieces.slice(0, reasoning)).length;
+    expect(out.indexOf("</think>")).toBe(at);
+    expect(c.usage.completion_tokens).toBe(record!.tokens.length);
+    expect(c.llamapeg.warnings).toEqual([]);
+  });
+
+  it("stream and not: the same chunks' message, the usage chunk carries the reasoning tokens", async () => {
+    const whole = await createChatCompletion(context, ask({ reasoning_budget_tokens: 6, reasoning_budget_message: " Enough." }));
+    const chunks = await chunksOf(createChatCompletion(context, { ...ask({ reasoning_budget_tokens: 6, reasoning_budget_message: " Enough." }), stream: true as const, stream_options: { include_usage: true } }));
+    const reasoning = chunks.map((c) => c.choices[0]?.delta.reasoning_content ?? "").join("");
+    const content = chunks.map((c) => c.choices[0]?.delta.content ?? "").join("");
+    expect(reasoning).toBe(whole.choices[0].message.reasoning_content);
+    expect(content).toBe(whole.choices[0].message.content);
+    // the message is forced inside the block, before </think>
+    expect(reasoning.trimEnd().endsWith("Enough.")).toBe(true);
+    expect(chunks.at(-1)!.usage).toEqual(whole.usage);
+    expect(whole.usage.completion_tokens_details!.reasoning_tokens).toBeGreaterThanOrEqual(6);
+  });
+
+  it("budget 0: R1's template renders thinking off (a closed block in the prompt); with thinking forced on, the block closes at once", async () => {
+    const off = await createChatCompletion(context, ask({ reasoning_budget_tokens: 0, max_tokens: 10 }));
+    expect(off.choices[0].message.reasoning_content).toBeUndefined();
+    expect(off.usage.completion_tokens_details).toEqual({ reasoning_tokens: 0 });
+    let record: CompletionRecord | undefined;
+    const on = await createChatCompletion(context, ask({ reasoning_budget_tokens: 0, max_tokens: 10, chat_template_kwargs: { enable_thinking: true } }), { onRecord: (r) => (record = r) });
+    const out = Buffer.concat(record!.pieces.map((b) => Buffer.from(b, "base64"))).toString("latin1");
+    expect(out.startsWith("</think>")).toBe(true);
+    expect(on.usage.completion_tokens_details).toEqual({ reasoning_tokens: 0 });
+    expect((on.choices[0].message.content ?? "").length).toBeGreaterThan(0);
+  });
+
+  it("no budget: the usage still counts the block's tokens (all of them: the random model never closes it)", async () => {
+    const c = await createChatCompletion(context, ask({ max_tokens: 12 }));
+    expect(c.usage.completion_tokens_details).toEqual({ reasoning_tokens: 12 });
+    expect(c.choices[0].finish_reason).toBe("length");
+  });
+
+  it("a template without reasoning markers (the model's Qwen2.5): the budget is a no-op with a warning; 0 reasoning tokens", async () => {
+    const base: Whole = { messages: [{ role: "user", content: "hi" }], seed: 4, max_tokens: 10 };
+    const free = await createChatCompletion(context, base);
+    const budgeted = await createChatCompletion(context, { ...base, reasoning_budget_tokens: 2 });
+    expect(budgeted.choices[0].message).toEqual(free.choices[0].message);
+    expect(budgeted.usage.completion_tokens_details).toEqual({ reasoning_tokens: 0 });
+    expect(free.llamapeg.warnings).toEqual([]);
+    expect(budgeted.llamapeg.warnings).toEqual(["reasoning budget: this chat template has no reasoning markers, so the budget has no effect"]);
+  });
+
+  it("a tool call after a forced close still parses (QwQ's template, tool_choice required: the grammar's reasoning block, then calls)", async () => {
+    const tools = [{ type: "function" as const, function: { name: "pick", parameters: { type: "object", properties: { n: { type: "integer", minimum: 0, maximum: 9 } }, required: ["n"], additionalProperties: false } } }];
+    const request: Whole = { messages: [{ role: "user", content: "Pick one." }], chat_template: templateFile("Qwen-QwQ-32B"), tools, tool_choice: "required", seed: 3, temperature: 1, max_tokens: 80 };
+    // Unbounded, the random model reasons until max_tokens and never calls.
+    const free = await createChatCompletion(context, request);
+    expect(free.choices[0].message.tool_calls).toBeUndefined();
+    expect(free.usage.completion_tokens_details).toEqual({ reasoning_tokens: 80 });
+    let record: CompletionRecord | undefined;
+    const c: ChatCompletion = await createChatCompletion(context, { ...request, reasoning_budget_tokens: 4 }, { onRecord: (r) => (record = r) });
+    const reasoning = c.usage.completion_tokens_details!.reasoning_tokens;
+    expect(reasoning).toBeGreaterThanOrEqual(4);
+    expect(reasoning).toBeLessThanOrEqual(4 + 3);
+    const out = Buffer.concat(record!.pieces.map((b) => Buffer.from(b, "base64")));
+    expect(out.indexOf("</think>")).toBe(Buffer.concat(record!.pieces.slice(0, reasoning).map((b) => Buffer.from(b, "base64"))).length);
+    // The first call is whole (the grammar then lets the random model start another one, cut by max_tokens).
+    const call = c.choices[0].message.tool_calls![0]!;
+    expect(call.function.name).toBe("pick");
+    const n = (JSON.parse(call.function.arguments) as { n: number }).n;
+    expect(Number.isInteger(n) && n >= 0 && n <= 9).toBe(true);
+    // Only the cut call after it can be reported (its arguments end mid-JSON).
+    for (const e of c.llamapeg.parse_errors) expect(e.message).not.toMatch(/tool call 0\b/);
+  });
+
+  it("bad budget fields are 400s naming the field, before anything is generated", async () => {
+    for (const [field, value] of [["reasoning_budget_tokens", -5], ["thinking_budget_tokens", "8"], ["reasoning_budget_message", 1]] as const) {
+      const e = await codeOf(() => createChatCompletion(context, ask({ [field]: value } as Partial<Whole>)));
+      expect(e.code).toBe("ERR_INVALID_REQUEST");
+      expect(e.where).toBe(field);
+    }
   });
 });
