@@ -267,6 +267,19 @@ describe("reasoning budget through createChatCompletion", () => {
     for (const e of c.llamapeg.parse_errors) expect(e.message).not.toMatch(/tool call 0\b/);
   });
 
+  it("n = 2: each choice has the budget, and the usage sums their reasoning tokens as it sums their tokens", async () => {
+    const two = model.createContext({ contextSize: 1024, sequences: 2, threads: 1 });
+    try {
+      const both = await createChatCompletion(two, ask({ reasoning_budget_tokens: 3, n: 2, max_tokens: 12 }));
+      const first = await createChatCompletion(context, ask({ reasoning_budget_tokens: 3, max_tokens: 12 }));
+      const second = await createChatCompletion(context, ask({ reasoning_budget_tokens: 3, max_tokens: 12, seed: 10 }));
+      expect(both.choices.map((c) => c.message)).toEqual([first.choices[0].message, second.choices[0].message]);
+      expect(both.usage.completion_tokens_details!.reasoning_tokens).toBe(first.usage.completion_tokens_details!.reasoning_tokens + second.usage.completion_tokens_details!.reasoning_tokens);
+    } finally {
+      two.dispose();
+    }
+  });
+
   it("bad budget fields are 400s naming the field, before anything is generated", async () => {
     for (const [field, value] of [["reasoning_budget_tokens", -5], ["thinking_budget_tokens", "8"], ["reasoning_budget_message", 1]] as const) {
       const e = await codeOf(() => createChatCompletion(context, ask({ [field]: value } as Partial<Whole>)));
