@@ -1,11 +1,12 @@
 // The reasoning budget's request side (no model): each API's field as the Chat Completions
 // budget (reasoning_budget_tokens / thinking_budget_tokens / reasoning_effort, Responses'
-// reasoning.effort, Messages' thinking), budget 0 as the thinking switch, and the budget on real
+// reasoning.effort, Messages' thinking, the AI SDK's reasoning levels), budget 0 as the thinking switch, and the budget on real
 // templates' plans (markers, an opened block, the warning on a template without reasoning).
 import { readFileSync } from "node:fs";
 
 import { describe, expect, it } from "vitest";
 
+import { mapCallOptions } from "../../../lib/ai-sdk/call-options.js";
 import { mapMessagesRequest } from "../../../lib/anthropic/request.js";
 import { applyChatTemplate } from "../../../lib/chat/apply/index.js";
 import { LlamapegError } from "../../../lib/errors.js";
@@ -109,6 +110,19 @@ describe("Responses and Messages fields", () => {
       expect(whereOf(() => mapMessagesRequest({ ...base, thinking: { type: "enabled", budget_tokens } }))).toBe("thinking.budget_tokens");
     }
     expect(MESSAGES_FIELDS.thinking).toEqual({ kind: "honoured" });
+  });
+});
+
+describe("AI SDK reasoning levels", () => {
+  const call = (o: Record<string, unknown>) => mapCallOptions({ prompt: [{ role: "user", content: [{ type: "text", text: "hi" }] }], ...o } as never, "m").request;
+
+  it("a level is the effort of the same name (switch and budget); providerOptions.llamapeg's own fields win; provider-default sets nothing", () => {
+    expect(call({ reasoning: "low" }).reasoning_effort).toBe("low");
+    expect(normalizeChatRequest(call({ reasoning: "low" })).reasoningBudget?.tokens).toBe(1024);
+    expect(normalizeChatRequest(call({ reasoning: "none" })).chat.enableThinking).toBe(false);
+    expect(call({ reasoning: "low", providerOptions: { llamapeg: { reasoning_effort: "high" } } }).reasoning_effort).toBe("high");
+    expect(normalizeChatRequest(call({ reasoning: "low", providerOptions: { llamapeg: { reasoning_budget_tokens: 7 } } })).reasoningBudget?.tokens).toBe(7);
+    expect(call({ reasoning: "provider-default" }).reasoning_effort).toBeUndefined();
   });
 });
 
