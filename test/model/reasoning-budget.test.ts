@@ -267,6 +267,19 @@ describe("reasoning budget through createChatCompletion", () => {
     for (const e of c.llamapeg.parse_errors) expect(e.message).not.toMatch(/tool call 0\b/);
   });
 
+  it("with tools offered (tool_choice auto: a lazy grammar waiting for its trigger), the forced close goes through as well", async () => {
+    const tools = [{ type: "function" as const, function: { name: "pick", parameters: { type: "object", properties: { n: { type: "integer" } }, required: ["n"] } } }];
+    let record: CompletionRecord | undefined;
+    const c = await createChatCompletion(context, { ...ask({ reasoning_budget_tokens: 5 }), chat_template: templateFile("Qwen-QwQ-32B"), tools }, { onRecord: (r) => (record = r) });
+    expect(record!.plan.grammar?.lazy).toBe(true);
+    const reasoning = c.usage.completion_tokens_details!.reasoning_tokens;
+    expect(reasoning).toBeGreaterThanOrEqual(5);
+    expect(reasoning).toBeLessThanOrEqual(5 + 3);
+    const pieces = record!.pieces.map((b) => Buffer.from(b, "base64"));
+    expect(Buffer.concat(pieces).indexOf("</think>")).toBe(Buffer.concat(pieces.slice(0, reasoning)).length);
+    expect((c.choices[0].message.content ?? "").length).toBeGreaterThan(0);
+  });
+
   it("n = 2: each choice has the budget, and the usage sums their reasoning tokens as it sums their tokens", async () => {
     const two = model.createContext({ contextSize: 1024, sequences: 2, threads: 1 });
     try {
