@@ -22,6 +22,7 @@ export type {
   SamplingOptions,
   GrammarOptions,
   SpeculativeOptions,
+  ReasoningBudgetOptions,
   GeneratedToken,
   GenerationStats,
   GenerationResult,

@@ -42,10 +42,10 @@ export function mapCallOptions(o: LanguageModelV4CallOptions, modelId: string): 
         ? { type: "json_schema", json_schema: { name: o.responseFormat.name ?? "response", schema: o.responseFormat.schema as Record<string, unknown> } }
         : { type: "json_object" };
   }
-  // The AI SDK's reasoning levels map onto the templates' on/off switch (enable_thinking).
-  const thinking = o.reasoning === undefined || o.reasoning === "provider-default" ? undefined : o.reasoning !== "none";
+  // The AI SDK's reasoning levels are OpenAI's efforts: the thinking switch and the reasoning
+  // budget of lib/openai/reasoning.ts ("none" off, "low" 1024 tokens, "medium" and up unbounded).
+  const effort = o.reasoning === undefined || o.reasoning === "provider-default" ? undefined : o.reasoning;
   const extra = (o.providerOptions?.llamapeg ?? {}) as Record<string, unknown>;
-  const kwargs = { ...(thinking !== undefined ? { enable_thinking: thinking } : {}), ...((extra.chat_template_kwargs as Record<string, unknown> | undefined) ?? {}) };
 
   const request: ChatCompletionRequest = {
     ...(extra as Partial<ChatCompletionRequest>),
@@ -63,7 +63,8 @@ export function mapCallOptions(o: LanguageModelV4CallOptions, modelId: string): 
     ...(o.frequencyPenalty !== undefined ? { frequency_penalty: o.frequencyPenalty } : {}),
     ...(o.seed !== undefined ? { seed: o.seed } : {}),
     ...(o.stopSequences !== undefined && o.stopSequences.length > 0 ? { stop: o.stopSequences } : {}),
-    ...(Object.keys(kwargs).length > 0 ? { chat_template_kwargs: kwargs } : {}),
+    // providerOptions.llamapeg's own reasoning_effort (or budget, or enable_thinking) wins
+    ...(effort !== undefined && extra.reasoning_effort === undefined ? { reasoning_effort: effort } : {}),
     ...(o.abortSignal !== undefined ? { signal: o.abortSignal } : {}),
   };
   return { request, warnings };

@@ -14,9 +14,11 @@ export function finishReason(reason: FinishReason): LanguageModelV4FinishReason 
 
 export function usageOf(c: ChatCompletion): LanguageModelV4Usage {
   const cached = c.usage.prompt_tokens_details?.cached_tokens ?? 0;
+  // Known when the target counted the reasoning block's tokens (every local target does).
+  const reasoning = c.usage.completion_tokens_details?.reasoning_tokens;
   return {
     inputTokens: { total: c.usage.prompt_tokens, noCache: c.usage.prompt_tokens - cached, cacheRead: cached, cacheWrite: undefined },
-    outputTokens: { total: c.usage.completion_tokens, text: undefined, reasoning: undefined },
+    outputTokens: { total: c.usage.completion_tokens, text: reasoning === undefined ? undefined : c.usage.completion_tokens - reasoning, reasoning },
     raw: { ...c.usage },
   };
 }

@@ -51,7 +51,7 @@ export class MessageEmitter {
         cache_read_input_tokens: u === undefined ? null : cached,
         cache_creation: null,
         inference_geo: null,
-        output_tokens_details: null,
+        output_tokens_details: u?.completion_tokens_details === undefined ? null : { thinking_tokens: u.completion_tokens_details.reasoning_tokens },
         server_tool_use: null,
         service_tier: "standard",
         speed: null,
@@ -112,7 +112,7 @@ export class MessageEmitter {
         input_tokens: message.usage.input_tokens,
         cache_creation_input_tokens: null,
         cache_read_input_tokens: message.usage.cache_read_input_tokens,
-        output_tokens_details: null,
+        output_tokens_details: message.usage.output_tokens_details,
         server_tool_use: null,
       },
     });

@@ -2,7 +2,7 @@
  * An Anthropic Messages request as the Chat Completions request it means: content blocks become
  * chat messages (text, `thinking` as reasoning_content, `tool_use` as tool_calls, `tool_result` as
  * tool messages), `system` the system message, tools and `tool_choice` the chat forms, `thinking`
- * and `output_config` the thinking switch and response_format. Every field is in MESSAGES_FIELDS:
+ * and `output_config` the thinking switch, the reasoning budget and the response_format. Every field is in MESSAGES_FIELDS:
  * honoured, ignored by design, or a 400 naming it.
  */
 import { invalidRequest } from "../openai/errors.js";
@@ -21,7 +21,7 @@ export const MESSAGES_FIELDS: Readonly<Record<string, FieldRule>> = {
   top_k: honoured,
   tools: honoured,
   tool_choice: honoured,
-  /** enabled / adaptive: thinking on; disabled: off. budget_tokens is accepted, not enforced (docs/server.md). */
+  /** enabled: thinking on, budget_tokens its reasoning budget; adaptive: on, unbounded; disabled: off (reasoningFields). */
   thinking: honoured,
   output_config: honoured,
   metadata: ignored("an end-user id for abuse monitoring"),
@@ -144,23 +144,31 @@ function chatToolChoice(choice: unknown): { choice: unknown; parallel: boolean }
   }
 }
 
-/** thinking (and output_config.effort) as the thinking switch; undefined leaves the template's default. */
-function thinkingSwitch(thinking: unknown, effort: unknown): "none" | "high" | undefined {
+/**
+ * `thinking` (and `output_config.effort`) as the Chat Completions reasoning fields: `enabled` is
+ * thinking on with its `budget_tokens` as the reasoning budget (llama-server's mapping too: its
+ * `thinking_budget_tokens`); `adaptive` on without a bound; `disabled` off (effort "none": budget
+ * 0). Without `thinking`, `output_config.effort` is the Chat Completions effort (low: a budget of
+ * 1024, higher: none; lib/openai/reasoning.ts). Undefined fields leave the template's default.
+ */
+function reasoningFields(thinking: unknown, effort: unknown): { reasoning_effort?: string; reasoning_budget_tokens?: number } {
   if (thinking !== undefined && thinking !== null) {
     if (!isRecord(thinking)) return invalidRequest("thinking", "expected {type}");
-    if (thinking.type === "disabled") return "none";
+    if (thinking.type === "disabled") return { reasoning_effort: "none" };
     if (thinking.type === "enabled") {
-      if (typeof thinking.budget_tokens !== "number" || !Number.isInteger(thinking.budget_tokens) || thinking.budget_tokens < 0) invalidRequest("thinking.budget_tokens", "expected a non-negative integer");
-      return "high";
+      const budget = thinking.budget_tokens;
+      // Anthropic asks for at least 1024; a small local model may want less, so any count is taken.
+      if (typeof budget !== "number" || !Number.isInteger(budget) || budget < 0 || budget > 0x7ffffffe) invalidRequest("thinking.budget_tokens", `expected a non-negative integer, got ${JSON.stringify(budget)}`);
+      return { reasoning_effort: "high", reasoning_budget_tokens: budget };
     }
-    if (thinking.type === "adaptive") return "high";
+    if (thinking.type === "adaptive") return { reasoning_effort: "high" };
     return invalidRequest("thinking.type", `expected "enabled", "adaptive" or "disabled", got ${JSON.stringify(thinking.type)}`);
   }
   if (effort !== undefined && effort !== null) {
-    if (effort === "low" || effort === "medium" || effort === "high" || effort === "xhigh" || effort === "max") return "high";
+    if (effort === "low" || effort === "medium" || effort === "high" || effort === "xhigh" || effort === "max") return { reasoning_effort: effort };
     return invalidRequest("output_config.effort", `expected "low", "medium", "high", "xhigh" or "max", got ${JSON.stringify(effort)}`);
   }
-  return undefined;
+  return {};
 }
 
 function outputFormat(config: unknown): { effort: unknown; format: unknown } {
@@ -193,7 +201,7 @@ export function mapMessagesRequest(raw: Record<string, unknown>): MappedMessages
   const tools = chatTools(raw.tools);
   const { choice, parallel } = chatToolChoice(raw.tool_choice);
   const { effort, format } = outputFormat(raw.output_config);
-  const thinking = thinkingSwitch(raw.thinking, effort);
+  const reasoning = reasoningFields(raw.thinking, effort);
   const chat: Record<string, unknown> = { messages, stream: true, max_tokens: raw.max_tokens };
   if (typeof raw.model === "string") chat.model = raw.model;
   if (tools.length > 0) {
@@ -202,7 +210,7 @@ export function mapMessagesRequest(raw: Record<string, unknown>): MappedMessages
   }
   if (choice !== undefined) chat.tool_choice = choice;
   if (format !== undefined) chat.response_format = format;
-  if (thinking !== undefined) chat.reasoning_effort = thinking;
+  Object.assign(chat, reasoning);
   if (stops.length > 0) chat.stop = stops;
   for (const k of ["temperature", "top_p", "top_k", ...SAMPLING_EXTENSIONS] as const) if (raw[k] !== undefined && raw[k] !== null) chat[k] = raw[k];
   return { chat: chat as unknown as ChatCompletionRequest, stream: raw.stream === true, stops };
@@ -212,6 +220,7 @@ export function mapMessagesRequest(raw: Record<string, unknown>): MappedMessages
 export const MESSAGES_PARAM_NAMES: Readonly<Record<string, string>> = {
   stop: "stop_sequences",
   reasoning_effort: "thinking",
+  reasoning_budget_tokens: "thinking.budget_tokens",
   response_format: "output_config.format",
   parallel_tool_calls: "tool_choice.disable_parallel_tool_use",
 };

@@ -35,7 +35,8 @@ export interface MessageUsage {
   cache_read_input_tokens: number | null;
   cache_creation: null;
   inference_geo: null;
-  output_tokens_details: null;
+  /** Tokens inside the thinking block (Anthropic also counts its delimiters; we do not); null where the target does not count them. */
+  output_tokens_details: { thinking_tokens: number } | null;
   server_tool_use: null;
   service_tier: "standard";
   speed: null;
@@ -63,7 +64,7 @@ export type MessageStreamEvent =
   | {
       type: "message_delta";
       delta: { stop_reason: StopReason; stop_sequence: string | null; stop_details: null; container: null };
-      usage: { output_tokens: number; input_tokens: number | null; cache_creation_input_tokens: null; cache_read_input_tokens: number | null; output_tokens_details: null; server_tool_use: null };
+      usage: { output_tokens: number; input_tokens: number | null; cache_creation_input_tokens: null; cache_read_input_tokens: number | null; output_tokens_details: { thinking_tokens: number } | null; server_tool_use: null };
     }
   | { type: "message_stop" };
 

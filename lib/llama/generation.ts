@@ -26,7 +26,8 @@ export interface GeneratedToken {
   /** Sampler data for this token as (token id, value) pairs, when the sampler provides any
    * (logprobs: the chosen token's, then the top alternatives'). */
   extra?: { ids: Int32Array; values: Float32Array };
-  /** The grammar forced this token (fastForward): decoded in one batch with the one before it. */
+  /** Forced, not sampled: by the grammar (fastForward), or to close a reasoning block whose budget
+   * was spent (reasoningBudget); decoded in one batch with the one before it. */
   forced?: true;
 }
 

@@ -20,5 +20,6 @@ export {
 export { escapeRegex, type ContextShift, type GenerateOptions, type GrammarOptions } from "./generate-options.js";
 export type { SamplingOptions } from "./sampling-params.js";
 export type { SpeculativeOptions } from "./speculative-options.js";
+export type { ReasoningBudgetOptions } from "./reasoning-budget.js";
 export { setLogger, type Logger, type LogLevel } from "./log.js";
 export type { GgufMetadataValue } from "../native/binding.js";

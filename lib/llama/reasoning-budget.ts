@@ -11,7 +11,12 @@ import type { Model } from "./model.js";
 import { bool, checkKeys, int, str, stringList } from "./validate.js";
 
 export interface ReasoningBudgetOptions {
-  /** Most tokens inside one reasoning block (markers not counted); 0 closes it at once. */
+  /**
+   * Most tokens inside one reasoning block (markers not counted); 0 closes it at once. `Infinity`:
+   * no bound, the block's tokens are only counted (`stats.reasoningTokens`). A token that ends
+   * inside a UTF-8 character is followed by the tokens that complete it before the forced text
+   * (as llama.cpp), so a block may hold a few tokens more than `tokens`.
+   */
   tokens: number;
   /** The text that opens a block (e.g. `<think>`). */
   start: string;
@@ -25,17 +30,20 @@ export interface ReasoningBudgetOptions {
 
 const keys = ["tokens", "start", "end", "message", "open"] as const;
 
+/** What the native side takes for "no bound": a budget no generation reaches (2^31 - 1). */
+const UNBOUNDED = 0x7fffffff;
+
 /** Validates `reasoningBudget` (undefined or null: off) and tokenizes its markers. */
 export function resolveReasoningBudget(model: Model, value: unknown): NativeGenerateOptions["reasoningBudget"] {
   if (value === undefined || value === null) return null;
-  if (typeof value !== "object" || Array.isArray(value)) throw new ArgumentTypeError("reasoningBudget must be {tokens, start, end}");
+  if (typeof value !== "object" || Array.isArray(value)) throw new ArgumentTypeError("reasoningBudget must be {tokens, start, end}", "reasoningBudget");
   const o = value as Record<string, unknown>;
   checkKeys(o, keys, "reasoningBudget");
-  if (o.tokens === undefined) throw new ArgumentTypeError("reasoningBudget.tokens is required");
-  const tokens = int(o.tokens, "reasoningBudget.tokens", 0, 0, 0x7fffffff);
+  if (o.tokens === undefined) throw new ArgumentTypeError("reasoningBudget.tokens is required", "reasoningBudget.tokens");
+  const tokens = o.tokens === Infinity ? UNBOUNDED : int(o.tokens, "reasoningBudget.tokens", 0, 0, UNBOUNDED - 1);
   const start = str(o.start, "reasoningBudget.start");
   const end = stringList(o.end, "reasoningBudget.end");
-  if (end.length === 0 || end.some((e) => e === "")) throw new ArgumentTypeError("reasoningBudget.end must hold at least one non-empty text");
+  if (end.length === 0 || end.some((e) => e === "")) throw new ArgumentTypeError("reasoningBudget.end must hold at least one non-empty text", "reasoningBudget.end");
   const message = o.message === undefined ? "" : str(o.message, "reasoningBudget.message");
   const open = bool(o.open, "reasoningBudget.open", false);
   const ids = (text: string, where: string): Int32Array => {

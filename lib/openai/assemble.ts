@@ -10,7 +10,7 @@ import type { ChatFrame } from "../chat/session.js";
 import { randomBytes } from "node:crypto";
 import { chunk, completion, deltaChunks, eventChunk, usageChunk, type CompletionMeta } from "./shape.js";
 import { StopMatcher } from "./stops.js";
-import type { ChatCompletion, ChatCompletionChunk, FinishReason, LlamapegCompletionInfo } from "./types.js";
+import type { ChatCompletion, ChatCompletionChunk, ChatCompletionUsage, FinishReason, LlamapegCompletionInfo } from "./types.js";
 
 export interface AssemblerOptions {
   stops: readonly string[];
@@ -69,11 +69,13 @@ export class CompletionAssembler {
     const reason: FinishReason =
       (summary.stopReason === "length" || summary.stopReason === "context_full") && this.stops.matched === null ? "length" : message.tool_calls.length > 0 ? "tool_calls" : "stop";
     chunks.push(chunk(this.meta, {}, reason));
-    const usage = {
+    const usage: ChatCompletionUsage = {
       prompt_tokens: summary.promptTokens,
       completion_tokens: summary.generatedTokens,
       total_tokens: summary.promptTokens + summary.generatedTokens,
       prompt_tokens_details: { cached_tokens: summary.reusedTokens },
+      // counted by the target (the reasoning budget's counter), not from the parse: see completion.ts
+      ...(summary.reasoningTokens !== undefined ? { completion_tokens_details: { reasoning_tokens: summary.reasoningTokens } } : {}),
     };
     if (includeUsage) chunks.push(usageChunk(this.meta, usage));
     const perSecond = (n: number, ms: number): number => (ms > 0 ? (n / ms) * 1000 : 0);

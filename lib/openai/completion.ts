@@ -96,6 +96,7 @@ function preparedWith(targets: CompletionTarget[], r: NormalizedChatRequest, inf
     // n > 1: each choice its own seed (the request's + index, else random), so the choices differ.
     ...(r.seed === undefined && r.n > 1 ? { seed: randomBytes(4).readUInt32LE(0) } : {}),
     ...(r.maxTokens !== undefined ? { maxTokens: r.maxTokens } : {}),
+    ...(plan.reasoningBudget !== undefined ? { reasoningBudget: plan.reasoningBudget } : {}),
     ...(r.signal !== undefined ? { signal: r.signal } : {}),
   };
   const meta = { id: randomId("chatcmpl-"), created: Math.floor(Date.now() / 1000), model: r.model ?? info.name };
@@ -220,6 +221,7 @@ async function* run(p: Prepared, index: number, onRecord: CompletionOptions["onR
     promptMs: stats.promptMs,
     generateMs: stats.generateMs,
     sampleMs: stats.sampleMs,
+    ...reasoningCounts(p.plan, stats, tokens.length),
   };
   const end = assembler.finish(summary, includeUsage);
   if (logprobs !== null) {
@@ -244,6 +246,16 @@ async function* run(p: Prepared, index: number, onRecord: CompletionOptions["onR
   const completion = end.completion;
   if (index > 0) completion.choices[0].index = index;
   return completion;
+}
+
+/**
+ * The reasoning counts of the usage: the target's (a stop string may end the output before tokens
+ * it already counted), 0 when the plan has no reasoning markers, none when a target with markers
+ * did not count (llama-server).
+ */
+function reasoningCounts(plan: CompletionPlan, stats: GenerationStats, kept: number): Pick<GenerationStats, "reasoningTokens" | "reasoningForcedTokens"> {
+  if (stats.reasoningTokens !== undefined) return { reasoningTokens: Math.min(stats.reasoningTokens, kept), reasoningForcedTokens: stats.reasoningForcedTokens ?? 0 };
+  return plan.reasoningBudget === undefined ? { reasoningTokens: 0, reasoningForcedTokens: 0 } : {};
 }
 
 /** A chunk of choice `index` (n > 1). */
@@ -294,7 +306,11 @@ async function* runChoices(p: Prepared, onRecord: CompletionOptions["onRecord"])
   }
   const first = results[0]!;
   const completionTokens = results.reduce((sum, c) => sum + c.usage.completion_tokens, 0);
-  const usage = { ...first.usage, completion_tokens: completionTokens, total_tokens: first.usage.prompt_tokens + completionTokens };
+  const usage: ChatCompletion["usage"] = { ...first.usage, completion_tokens: completionTokens, total_tokens: first.usage.prompt_tokens + completionTokens };
+  // Reasoning tokens are summed like the completion tokens (each choice counted them, or none did).
+  if (results.every((c) => c.usage.completion_tokens_details !== undefined)) {
+    usage.completion_tokens_details = { reasoning_tokens: results.reduce((sum, c) => sum + c.usage.completion_tokens_details!.reasoning_tokens, 0) };
+  }
   if (p.r.includeUsage) yield usageChunk(p.meta, usage);
   const choices = results.map((c) => c.choices[0]) as ChatCompletion["choices"];
   return { ...first, choices, usage, llamapeg: { ...first.llamapeg, parse_errors: results.flatMap((c) => c.llamapeg.parse_errors) } };

@@ -10,6 +10,8 @@ import type { TemplateLimits } from "../jinja/index.js";
 import { LlamapegError } from "../errors.js";
 import { PegArena } from "../peg/arena.js";
 import type { PegArenaJson } from "../peg/index.js";
+import type { ReasoningBudgetOptions } from "../llama/reasoning-budget.js";
+import { planReasoningBudget } from "./reasoning.js";
 import type { NormalizedChatRequest } from "./request.js";
 export type { SamplingGrammar };
 
@@ -34,6 +36,11 @@ export interface CompletionPlan {
   chat: AppliedChatPlan;
   /** null: sample freely (no plan grammar, or the request's `grammar: false`). */
   grammar: SamplingGrammar | null;
+  /**
+   * The request's reasoning budget on this plan's markers (unbounded when it asks for none, so the
+   * block's tokens are counted); undefined when the plan has no reasoning markers.
+   */
+  reasoningBudget: ReasoningBudgetOptions | undefined;
   warnings: string[];
   /** The plan as JSON (computed on demand: serializing the parser costs). */
   record(): PlanRecord;
@@ -69,12 +76,14 @@ export async function buildCompletionPlanWith(planner: ChatPlanner, template: st
 /** The completion plan of a chat plan built for `r`. */
 function completionPlanOf(chat: AppliedChatPlan, r: NormalizedChatRequest): CompletionPlan {
   const grammar: SamplingGrammar | null = r.grammar ? samplingGrammar(chat) : null;
+  const budget = planReasoningBudget(chat, r.reasoningBudget);
   return {
     prompt: chat.prompt,
     promptSegments: chat.promptSegments ?? [],
     chat,
     grammar,
-    warnings: [...chat.warnings],
+    reasoningBudget: budget.options,
+    warnings: budget.warning === undefined ? [...chat.warnings] : [...chat.warnings, budget.warning],
     record: () => ({
       format: chat.format,
       generationPrompt: chat.generationPrompt,

@@ -65,6 +65,10 @@ export const REQUEST_FIELDS: Readonly<Record<string, Rule>> = {
   ...Object.fromEntries(SAMPLING_REQUEST_KEYS.map((k) => [k, honoured])),
   // llamapeg extensions (see types.ts)
   reasoning_format: honoured,
+  // llama.cpp's per-request reasoning budget (reasoning.ts)
+  reasoning_budget_tokens: honoured,
+  thinking_budget_tokens: honoured,
+  reasoning_budget_message: honoured,
   chat_template_kwargs: honoured,
   chat_template: honoured,
   grammar: honoured,
@@ -82,14 +86,6 @@ export function checkRequestFields(r: Record<string, unknown>): void {
     if (rule === undefined) invalidRequest(key, "unknown field (not an OpenAI Chat Completions field, nor a llama.cpp or llamapeg extension)");
     if (rule.kind === "unsupported" && !(rule.neutral?.(value) ?? false)) invalidRequest(key, `not supported: ${rule.why}`);
   }
-}
-
-/** OpenAI's reasoning_effort as the templates' thinking switch: "none" turns it off, any effort on. */
-export function thinkingFromEffort(value: unknown): boolean | undefined {
-  if (value === undefined || value === null) return undefined;
-  if (value === "none") return false;
-  if (value === "minimal" || value === "low" || value === "medium" || value === "high" || value === "xhigh" || value === "max") return true;
-  return invalidRequest("reasoning_effort", `expected "none", "minimal", "low", "medium", "high", "xhigh" or "max", got ${JSON.stringify(value)}`);
 }
 
 /**

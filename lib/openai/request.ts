@@ -6,7 +6,8 @@ import { normalizeApplyRequest, type ApplyChatRequest, type NormalizedApplyReque
 import { invalidRequest } from "./errors.js";
 import { samplingFromRequest, type SamplingOptions } from "../llama/sampling-params.js";
 import { checkRequestSize } from "./request-limits.js";
-import { checkRequestFields, resolveAllowedTools, thinkingFromEffort } from "./request-fields.js";
+import { checkRequestFields, resolveAllowedTools } from "./request-fields.js";
+import { requestReasoning, type RequestReasoningBudget } from "./reasoning.js";
 import type { ChatCompletionRequest } from "./types.js";
 
 /**
@@ -33,6 +34,8 @@ export interface NormalizedChatRequest extends SamplingOptions {
   chatTemplate: string | undefined;
   /** false: sample without the grammar (the output is still parsed). */
   grammar: boolean;
+  /** The reasoning budget asked for (reasoning.ts); null: no bound. The plan adds the markers. */
+  reasoningBudget: RequestReasoningBudget | null;
   signal: AbortSignal | undefined;
 }
 
@@ -76,8 +79,8 @@ export function normalizeChatRequest(raw: ChatCompletionRequest): NormalizedChat
   const r = resolveAllowedTools(raw as unknown as Record<string, unknown>);
   const chatFields: Record<string, unknown> = {};
   for (const k of CHAT_FIELDS) if (r[k] !== undefined && r[k] !== null) chatFields[k] = r[k];
-  // reasoning_effort is the thinking switch, unless chat_template_kwargs sets it explicitly.
-  const thinking = thinkingFromEffort(r.reasoning_effort);
+  // reasoning_effort and a budget of 0 are the thinking switch, unless chat_template_kwargs sets it explicitly.
+  const { thinking, budget } = requestReasoning(r);
   const kwargs = chatFields.chat_template_kwargs as Record<string, unknown> | undefined;
   if (thinking !== undefined && (typeof kwargs !== "object" || kwargs?.enable_thinking === undefined)) {
     chatFields.chat_template_kwargs = typeof kwargs === "object" && kwargs !== null ? { ...kwargs, enable_thinking: thinking } : kwargs === undefined ? { enable_thinking: thinking } : kwargs;
@@ -119,6 +122,7 @@ export function normalizeChatRequest(raw: ChatCompletionRequest): NormalizedChat
     includeUsage: isObject(streamOptions) && streamOptions.include_usage === true,
     chatTemplate: r.chat_template as string | undefined,
     grammar: r.grammar !== false,
+    reasoningBudget: budget,
     signal: r.signal as AbortSignal | undefined,
   };
 }

@@ -29,6 +29,7 @@ import { pickSampling, type SamplingOptions } from "../llama/sampling-params.js"
 import { mapTriggers, modelVocabulary, singleToken } from "../llama/triggers.js";
 import type { SamplingGrammar } from "../chat/plan.js";
 import type { GeneratedToken, GenerationStats } from "../llama/generation.js";
+import type { ReasoningBudgetOptions } from "../llama/reasoning-budget.js";
 import type { Model } from "../llama/model.js";
 
 export type { PromptByteSegment, PromptTextSegment };
@@ -71,6 +72,12 @@ export interface TargetRequest extends SamplingOptions {
    * naming logprobs).
    */
   logprobs?: boolean;
+  /**
+   * The plan's reasoning markers and the request's bound on the tokens between them (`tokens`
+   * Infinity: no bound, only counted), as `generate()`'s option; the target reports the count as
+   * `stats.reasoningTokens` when it can. Absent: the plan has no reasoning markers.
+   */
+  reasoningBudget?: ReasoningBudgetOptions;
   signal?: AbortSignal;
 }
 
@@ -219,6 +226,7 @@ class TokenGeneratorTarget implements CompletionTarget {
       ...(request.logprobs === true ? { logprobs: true, topLogprobs: request.topLogprobs ?? 0 } : {}),
       ...(request.signal !== undefined ? { signal: request.signal } : {}),
       ...(grammar !== null ? { grammar: grammar.grammar } : {}),
+      ...(request.reasoningBudget !== undefined ? { reasoningBudget: request.reasoningBudget } : {}),
       // The native sampler keeps only single tokens whole; llama.cpp skips the others too.
       preservedTokens: [...new Set([...request.preservedTokens.filter((t) => singleToken(model, t) !== null), ...(grammar?.preserve ?? [])])],
     };

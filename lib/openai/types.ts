@@ -45,7 +45,11 @@ export interface ChatCompletionRequest {
   stream_options?: { include_usage?: boolean; include_obfuscation?: boolean } | null;
   /** Choices to generate (1..128), each on its own sequence: the target must offer n of them. */
   n?: number | null;
-  /** "none": thinking off (chat_template_kwargs.enable_thinking = false); any effort: on. */
+  /**
+   * "none": thinking off (chat_template_kwargs.enable_thinking = false) and budget 0; any other
+   * effort: on, with the budget of EFFORT_BUDGETS (minimal 256, low 1024, the rest unbounded)
+   * unless the request sets one (lib/openai/reasoning.ts).
+   */
   reasoning_effort?: "none" | "minimal" | "low" | "medium" | "high" | "xhigh" | "max" | null;
   /** Accepted and ignored by design. */
   user?: string;
@@ -83,6 +87,16 @@ export interface ChatCompletionRequest {
   /** llama.cpp: repeat penalty over the last 64 tokens (1 disables). Default 1. */
   repeat_penalty?: number | null;
   reasoning_format?: ReasoningFormat;
+  /**
+   * llama.cpp: at most this many tokens inside a reasoning block, then `reasoning_budget_message`
+   * and the template's end marker are forced and the model answers; 0: thinking off where the
+   * template can turn it off, else the block closed at once; -1: no budget.
+   */
+  reasoning_budget_tokens?: number | null;
+  /** llama.cpp: the same field as `reasoning_budget_tokens` (one of the two). */
+  thinking_budget_tokens?: number | null;
+  /** llama.cpp: text forced before the end marker when the budget is spent. Default "". */
+  reasoning_budget_message?: string | null;
   chat_template_kwargs?: Record<string, unknown>;
   /** llamapeg: a Jinja chat template used instead of the model's. */
   chat_template?: string;
@@ -137,6 +151,9 @@ export interface ChatCompletionUsage {
   completion_tokens: number;
   total_tokens: number;
   prompt_tokens_details?: { cached_tokens: number };
+  /** Of completion_tokens, those inside reasoning blocks (markers not counted); absent where the
+   * target does not count them (a llama-server target with a reasoning template). */
+  completion_tokens_details?: { reasoning_tokens: number };
 }
 
 /** llamapeg: what went differently from the request's ideal path (see docs/openai.md). */

@@ -244,6 +244,7 @@ export class LlamaServerBackend implements CompletionTarget {
       samplers: SAMPLERS,
       chat_parser: NO_SERVER_PARSE,
       ...sampling.fields,
+      ...budgetFields(request, sampling.fields),
     };
     const res = await server.open("/completion", server.options("POST", body, signal));
     if (res.status !== 200) {
@@ -320,6 +321,30 @@ export class LlamaServerBackend implements CompletionTarget {
     fields.grammar_triggers = triggers;
     return { fields, holdTokens };
   }
+}
+
+/**
+ * The reasoning budget under llama-server's own /completion fields (server-schema.cpp), which run
+ * llama.cpp's budget sampler: the bound, the markers, and the message (always sent: the forced
+ * text is built when that field is read). The sampler learns that the prompt opened a block from
+ * `generation_prompt`, whose tokens it feeds to the budget first; an eager grammar's prefill
+ * already sends the plan's generation prompt there, otherwise the start marker stands for it
+ * (without `grammar_type` a server prefills no grammar with it). A budget with no bound is not
+ * sent: it only counts, and llama-server reports no reasoning count (the usage has none).
+ */
+function budgetFields(request: TargetRequest, fields: Record<string, unknown>): Record<string, unknown> {
+  const b = request.reasoningBudget;
+  if (b === undefined || !Number.isFinite(b.tokens)) return {};
+  // llama.cpp builds its budget sampler only with a start marker.
+  if (b.start === "") invalidRequest("reasoning_budget_tokens", "not supported on a llama-server target for this template: its reasoning block has no start marker, and llama-server's budget needs one");
+  const out: Record<string, unknown> = {
+    reasoning_budget_tokens: b.tokens,
+    reasoning_budget_start_tag: b.start,
+    reasoning_budget_end_tags: b.end,
+    reasoning_budget_message: b.message ?? "",
+  };
+  if (b.open === true && fields.generation_prompt === undefined) out.generation_prompt = b.start;
+  return out;
 }
 
 /** Before the stream: the request may go to another server (nothing was generated). */

@@ -132,6 +132,19 @@ describe("llamapeg/ai-sdk with the ai package", () => {
     expect((await result.reasoningText)?.length).toBeGreaterThan(0);
   });
 
+  it("a reasoning budget through providerOptions: the block closes after it, and the usage splits reasoning from text", async () => {
+    const template = readFileSync(join(packageRoot, "vendor", "llama.cpp", "models", "templates", "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja"), "utf8");
+    const llamapeg = createLlamapeg({ context });
+    const r = await generateText({ model: llamapeg(), prompt: "think", maxOutputTokens: 24, seed: 8, providerOptions: { llamapeg: { chat_template: template, reasoning_budget_tokens: 5 } } });
+    const reasoning = r.usage.outputTokenDetails.reasoningTokens!;
+    // at most 5, or a few more to finish a character the fifth token left open
+    expect(reasoning).toBeGreaterThanOrEqual(5);
+    expect(reasoning).toBeLessThanOrEqual(8);
+    expect(r.usage.outputTokenDetails.textTokens).toBe(r.usage.outputTokens! - reasoning);
+    expect(r.reasoningText?.length).toBeGreaterThan(0);
+    expect(r.text.length).toBeGreaterThan(0);
+  });
+
   it("an abort signal stops the generation and frees the context", async () => {
     const llamapeg = createLlamapeg({ context });
     const controller = new AbortController();

@@ -167,6 +167,33 @@ describe("the /completion request", () => {
     expect(s.bodies[0]!.grammar_lazy).toBeUndefined();
   });
 
+  it("a reasoning budget is llama-server's reasoning_budget_* fields; an open block goes as generation_prompt; an unbounded one is not sent", async () => {
+    const s = await fake();
+    const b = connect(s.url);
+    const think = { start: "<think>", end: ["</think>", "<tool_call>"] };
+    await (await b.generate(request({ reasoningBudget: { tokens: 7, ...think, message: " Done.", open: true } }))).result();
+    expect(s.bodies[0]).toMatchObject({ reasoning_budget_tokens: 7, reasoning_budget_start_tag: "<think>", reasoning_budget_end_tags: ["</think>", "<tool_call>"], reasoning_budget_message: " Done.", generation_prompt: "<think>" });
+    // Not open: no generation_prompt; no message: "" (llama-server builds the forced text when it reads the field).
+    await (await b.generate(request({ reasoningBudget: { tokens: 0, ...think } }))).result();
+    expect(s.bodies[1]).toMatchObject({ reasoning_budget_tokens: 0, reasoning_budget_message: "" });
+    expect(s.bodies[1]!.generation_prompt).toBeUndefined();
+    // An eager grammar's prefill (the plan's whole generation prompt) is kept.
+    await (await b.generate(request({ grammar: { gbnf: 'root ::= "x"', lazy: false, triggers: [], prefill: "<|im_start|>assistant\n<think>\n" }, reasoningBudget: { tokens: 3, ...think, open: true } }))).result();
+    expect(s.bodies[2]).toMatchObject({ generation_prompt: "<|im_start|>assistant\n<think>\n", reasoning_budget_tokens: 3 });
+    // Only counting: nothing to enforce, and llama-server reports no count.
+    await (await b.generate(request({ reasoningBudget: { tokens: Infinity, ...think, open: true } }))).result();
+    expect(Object.keys(s.bodies[3]!).filter((k) => k.startsWith("reasoning_budget") || k === "generation_prompt")).toEqual([]);
+    // llama-server's budget needs a start marker.
+    let caught: unknown;
+    try {
+      await b.generate(request({ reasoningBudget: { tokens: 3, start: "", end: ["</think>"], open: true } }));
+    } catch (e) {
+      caught = e;
+    }
+    expect(caught).toMatchObject({ code: "ERR_INVALID_REQUEST", where: "reasoning_budget_tokens" });
+    expect(s.bodies.length).toBe(4);
+  });
+
   it("sends the API key as a bearer token", async () => {
     let auth: string | undefined;
     const s = await fake({

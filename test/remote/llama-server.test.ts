@@ -1,9 +1,13 @@
 // Two llama-servers (built from the vendored tree, on 127.0.0.1) behind connectLlamaServer, against
 // the same model in-process: the same requests give the same chunks; tool calls stream; a server
 // killed mid-stream is a coded error with the partial output, and new requests go to the other.
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { loadModel, type Context, type Model } from "../../lib/llama/index.js";
+import { packageRoot } from "../../lib/native/binding.js";
 import { gbnfFormatLiteral } from "../../lib/json-schema/index.js";
 import { completionTarget, createChatCompletion, tokenizePrompt, type ChatCompletionChunk, type ChatCompletionRequest, type PromptInput, type TargetGeneration, type TargetRequest } from "../../lib/openai/index.js";
 import { connectLlamaServer, RemoteError, type LlamaServerBackend } from "../../lib/remote/index.js";
@@ -150,6 +154,21 @@ describe("connectLlamaServer: same chunks as in-process", { timeout: 240_000 }, 
       const after = text.slice(text.indexOf(word) + word.length);
       expect(after).toMatch(/^[a-z ]*\.?$/);
     }
+  });
+
+  it("a reasoning budget: llama-server's own budget sampler closes the block where the in-process one does (greedy, R1's template)", async () => {
+    const r1 = readFileSync(join(packageRoot, "vendor", "llama.cpp", "models", "templates", "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja"), "utf8");
+    const request: ChatCompletionRequest = { messages: [{ role: "user", content: "Think first." }], chat_template: r1, reasoning_budget_tokens: 6, temperature: 0, max_tokens: 24 };
+    const { local, remote } = await both(request);
+    expect(comparable(remote)).toEqual(comparable(local));
+    const field = (k: "content" | "reasoning_content") => local.map((c) => c.choices[0]?.delta[k] ?? "").join("");
+    expect(field("reasoning_content").length).toBeGreaterThan(0);
+    expect(field("content").length).toBeGreaterThan(0);
+    // llama-server does not count reasoning tokens: its usage has no completion_tokens_details.
+    const whole = await createChatCompletion(backend, { ...request, stream: false });
+    expect(whole.usage.completion_tokens_details).toBeUndefined();
+    const here = await createChatCompletion(context, { ...request, stream: false });
+    expect(here.usage.completion_tokens_details!.reasoning_tokens).toBeGreaterThanOrEqual(6);
   });
 
   it("stop strings are cut on this side, as in-process", async () => {

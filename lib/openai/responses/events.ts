@@ -66,8 +66,8 @@ export class ResponseEmitter {
         input_tokens: u.prompt_tokens,
         input_tokens_details: { cached_tokens: u.prompt_tokens_details?.cached_tokens ?? 0, cache_write_tokens: 0 },
         output_tokens: u.completion_tokens,
-        // Not counted per kind yet: the generation reports one total (see docs/server.md).
-        output_tokens_details: { reasoning_tokens: 0 },
+        // The target's count (the reasoning budget's counter); a llama-server target counts none: 0.
+        output_tokens_details: { reasoning_tokens: u.completion_tokens_details?.reasoning_tokens ?? 0 },
         total_tokens: u.total_tokens,
       };
     }

@@ -2,7 +2,7 @@
  * An OpenAI Responses request as the Chat Completions request it means: `input` items (messages,
  * reasoning, function calls and their outputs) become chat messages, `instructions` the system
  * message, function tools and `tool_choice` the chat forms, `text.format` the response_format,
- * `reasoning.effort` the thinking switch. The plan, session and sampling are then Chat
+ * `reasoning.effort` the thinking switch and reasoning budget. The plan, session and sampling are then Chat
  * Completions' own (lib/openai/completion.ts). Every field is in RESPONSES_FIELDS: honoured,
  * ignored by design, or a 400 naming it.
  */
