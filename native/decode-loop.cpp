@@ -524,7 +524,8 @@ void ContextCore::SampleOne(GenerationJob& job) {
   job.stats.generatedTokens++;
   if (p.maxTokens >= 0 && job.stats.generatedTokens >= p.maxTokens) return End(job, "length");
   job.pending = token;
-  if (p.fastForward) {
+  // (with the reasoning budget spent on this token its end marker comes first, forced text after)
+  if (p.fastForward && !(job.budget && job.budget->Forcing())) {
     // The grammar's forced text after it goes into the same batch (forced-tokens.h), as far as
     // the batch, the sequence and maxTokens leave room.
     Clock::time_point f0 = Clock::now();

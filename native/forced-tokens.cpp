@@ -57,6 +57,8 @@ bool TakeForced(GenerationJob& job, const llama_vocab* vocab, const std::string&
     }
     job.Emit(t, TokenToPiece(vocab, t, p.special || std::binary_search(p.preserved.begin(), p.preserved.end(), t)),
              logprobs ? &extra : nullptr, true);
+    // The reasoning budget ran out on this token: its end marker comes next, not more of this run.
+    if (job.budget && job.budget->Forcing()) break;
   }
   if (!out->empty()) {
     job.stats.forcedTokens += static_cast<uint32_t>(out->size());
@@ -102,7 +104,7 @@ bool StartBudgetForced(GenerationJob& job, const llama_vocab* vocab, size_t maxT
       extra.ids.push_back(t);
       extra.values.push_back(0.0f);
     }
-    job.Emit(t, TokenToPiece(vocab, t, p.special || std::binary_search(p.preserved.begin(), p.preserved.end(), t)), logprobs ? &extra : nullptr, true);
+    job.Emit(t, TokenToPiece(vocab, t, p.special || std::binary_search(p.preserved.begin(), p.preserved.end(), t)), logprobs ? &extra : nullptr, true, true);
   }
   // Refused by the grammar, or no room left in the sequence: the model goes on by itself.
   if ((taken.size() < tokens.size() || tokens.empty()) && job.budget->Forcing()) job.budget->GiveUp();

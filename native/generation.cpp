@@ -32,8 +32,8 @@ double Num(Napi::Object o, const char* key, double fallback) {
 // ---------------------------------------------------------------------------------------------
 // The loop's side
 
-void GenerationJob::Emit(llama_token token, const std::string& piece, const TokenExtra* extra, bool forced) {
-  if (budget) budget->Observe(token, piece);
+void GenerationJob::Emit(llama_token token, const std::string& piece, const TokenExtra* extra, bool forced, bool byBudget) {
+  if (budget) budget->Observe(token, piece, byBudget);
   std::lock_guard<std::mutex> lock(mu);
   outTokens.push_back(token);
   if (forced || !outForced.empty()) {

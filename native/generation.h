@@ -129,7 +129,8 @@ struct GenerationJob : std::enable_shared_from_this<GenerationJob> {
   std::chrono::steady_clock::time_point lastFlush;
 
   // Loop thread: hands one token to JS (extra may be null; forced: the grammar forced it).
-  void Emit(llama_token token, const std::string& piece, const TokenExtra* extra, bool forced = false);
+  // `forced`: not sampled (fast-forward or the reasoning budget); `byBudget`: the budget's text.
+  void Emit(llama_token token, const std::string& piece, const TokenExtra* extra, bool forced = false, bool byBudget = false);
   // Loop thread: the generation is over; the final batch goes to JS.
   void Finish();
   // Loop thread: true while the reader holds `windowTokens` unreleased tokens.

@@ -52,7 +52,7 @@ std::vector<llama_token> ReasoningBudget::Remaining() const {
   return std::vector<llama_token>(p_.forced.begin() + static_cast<std::ptrdiff_t>(forcePos_), p_.forced.end());
 }
 
-void ReasoningBudget::Observe(llama_token token, const std::string& piece) {
+void ReasoningBudget::Observe(llama_token token, const std::string& piece, bool fromBudget) {
   if (p_.budget < 0) return;
   recent_.push_back(token);
   if (recent_.size() > window_) recent_.erase(recent_.begin());
@@ -82,6 +82,16 @@ void ReasoningBudget::Observe(llama_token token, const std::string& piece) {
       return;
     }
     case State::Forcing:
+      if (!fromBudget) {
+        // Not the budget's text (fast-forward or a draft ran past the point where the budget was
+        // spent): still inside the block, unless it closed it by itself.
+        if (Matches(p_.end)) {
+          state_ = State::Done;
+        } else {
+          reasoningTokens_++;
+        }
+        return;
+      }
       forcedTokens_++;
       if (++forcePos_ >= p_.forced.size()) state_ = State::Done;
       return;

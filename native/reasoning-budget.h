@@ -29,8 +29,10 @@ class ReasoningBudget {
 
   explicit ReasoningBudget(const ReasoningBudgetParams& params);
 
-  // Every token the generation emits (sampled or forced), with its raw piece.
-  void Observe(llama_token token, const std::string& piece);
+  // Every token the generation emits, with its raw piece; `fromBudget`: one of Remaining()'s. While
+  // Forcing, any other token (a sample, the grammar's forced text) keeps the block open and counts
+  // as reasoning: only the budget's own tokens move the forced position.
+  void Observe(llama_token token, const std::string& piece, bool fromBudget = false);
   // The budget is spent: the next tokens are Forced() instead of sampled.
   bool Forcing() const { return state_ == State::Forcing; }
   // The forced tokens not yet emitted (Observe advances through them).

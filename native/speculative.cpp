@@ -92,9 +92,10 @@ void ContextCore::VerifyDraft(GenerationJob& job) {
     // (maxTokens reached at a draft token: it was emitted, and nothing needs its cell)
     if (job.phase == GenerationJob::Phase::Done || i == draft.size() || job.pending != draft[i]) break;
     job.stats.draftAcceptedTokens++;
-    // Fast-forward queued forced text after it: it goes into the next batch behind this token,
-    // which is decoded again there (its cell is dropped below with the rest of the draft).
-    if (!job.forced.empty()) break;
+    // Fast-forward queued forced text after it, or the reasoning budget ran out on it: that text
+    // goes into the next batch behind this token, which is decoded again there (its cell is
+    // dropped below with the rest of the draft).
+    if (!job.forced.empty() || (job.budget && job.budget->Forcing())) break;
     cached.push_back(draft[i]);
   }
   job.batchIndex = base;
