@@ -69,7 +69,8 @@ describe("llamapeg chat, interactive", () => {
     expect(messages[second + 1]).toMatchObject({ role: "assistant" });
   });
 
-  const named = { ...base, tool_choice: { type: "function" as const, function: { name: "get_weather" } } };
+  // one call by the grammar: the scripts answer one result prompt
+  const named = { ...base, tool_choice: { type: "function" as const, function: { name: "get_weather" } }, parallel_tool_calls: false };
   const turn = { json: false, stream: false, record: undefined, showMessage: false };
 
   it("user tools: the typed result becomes the tool message and the model replies", async () => {

@@ -74,8 +74,8 @@ describe("POST /v1/messages", () => {
   });
 
   it("a tool round trip: a streamed tool_use block with its input, then the tool_result sent back", async () => {
-    // seed 1: the random model closes the input JSON within 40 tokens (it never ends the turn: max_tokens)
-    const params = { model: "tiny", max_tokens: 40, messages: [{ role: "user" as const, content: "Pick" }], tools: [pick], tool_choice: { type: "tool" as const, name: "pick", disable_parallel_tool_use: true }, seed: 1 };
+    // disable_parallel_tool_use: the grammar admits one call, then the turn ends (tool_use)
+    const params = { model: "tiny", max_tokens: 200, messages: [{ role: "user" as const, content: "Pick" }], tools: [pick], tool_choice: { type: "tool" as const, name: "pick", disable_parallel_tool_use: true }, seed: 1 };
     const stream = client().messages.stream(params);
     let json = "";
     stream.on("inputJson", (d) => (json += d));
@@ -87,7 +87,7 @@ describe("POST /v1/messages", () => {
     const input = use.input as { n: number };
     expect(JSON.parse(json)).toEqual(input);
     expect(Number.isInteger(input.n) && input.n >= 0 && input.n <= 9).toBe(true);
-    expect(first.stop_reason).toBe("max_tokens");
+    expect(first.stop_reason).toBe("tool_use");
 
     const secondParams = {
       model: "tiny",

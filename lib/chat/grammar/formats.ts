@@ -167,7 +167,9 @@ export function jsonNativeToolsParser(p: ChatPegBuilder, ctx: ToolsContext, form
   let tools: PegParser;
   if (format.sectionStart === "" && format.perCallStart !== "") {
     const single = standardJsonTools(p, { ...common, sectionStart: format.perCallStart, sectionEnd: format.perCallEnd });
-    tools = p.triggerRule("tool-calls", p.oneOrMore(p.seq(single, p.space())));
+    // The reference repeats the per-call block whatever parallel_tool_calls says (Hermes / Qwen 2.5
+    // `<tool_call>` blocks: a second call always admitted); beyond it, parallel false is one call.
+    tools = p.triggerRule("tool-calls", ctx.parallel || ctx.extended !== true ? p.oneOrMore(p.seq(single, p.space())) : p.seq(single, p.space()));
   } else {
     tools = standardJsonTools(p, { ...common, sectionStart: format.sectionStart, sectionEnd: format.sectionEnd, commaOptional: format.sectionStart !== "" });
   }

@@ -317,3 +317,24 @@ describe("applyChatTemplate: Functionary v3.2 recipients after the first", () =>
     expect(plan.grammar).toMatch(/tools-after-content ::= ">>>"/);
   });
 });
+
+describe("parallel_tool_calls on a block-per-call JSON format (Qwen 2.5's <tool_call>)", () => {
+  const qwen = fs.readFileSync(path.resolve(import.meta.dirname, "../../../vendor/llama.cpp/models/templates/Qwen-Qwen2.5-7B-Instruct.jinja"), "utf8");
+  const two = `${CALL}\n${CALL}`;
+  const request = (over: Partial<ApplyChatRequest>): ApplyChatRequest => ({ ...base, tools: [WEATHER], tool_choice: "required", ...over });
+
+  it("false (the default): the grammar and the parser take one call; true: several", () => {
+    const one = applyChatTemplate(qwen, request({}));
+    expect(one.grammar).toMatch(/^tool-calls ::= tool-call space$/m);
+    expect(parseChatOutput(one, CALL).tool_calls).toHaveLength(1);
+    expect(() => parseChatOutput(one, two)).toThrow(LlamapegError);
+    const many = applyChatTemplate(qwen, request({ parallel_tool_calls: true }));
+    expect(many.grammar).toMatch(/^tool-calls ::= \(tool-call space\)\+$/m);
+    expect(parseChatOutput(many, two).tool_calls).toHaveLength(2);
+  });
+
+  it("reference mode keeps llama.cpp's grammar: the block repeats whatever the flag says", () => {
+    const ref = applyChatTemplate(qwen, request({ reference_mode: true }));
+    expect(ref.grammar).toMatch(/^tool-calls ::= \(tool-call space\)\+$/m);
+  });
+});
