@@ -1,10 +1,15 @@
 /**
  * `llamapeg bench`: the grammar on / off / lazy A/B for benchmark users. Same prompt, tools and
  * seeds in every mode:
- * - on:   tool_choice "required", calls only: the grammar constrains every token;
- * - off:  the same request sampled without the grammar (the output is still parsed);
- * - lazy: tool_choice "auto": the grammar waits for its trigger (a random-weight model never writes
- *         it, so this measures the cost of an attached, untriggered grammar).
+ * - on:     tool_choice "required", calls only: the grammar constrains every token, each sampled
+ *           in a step of its own (fast_forward false: llama.cpp's way);
+ * - forced: the same with fast-forward (the default of chat completions): text the grammar forces
+ *           is decoded as a batch (docs/grammar-engine.md);
+ * - speculative: forced plus prompt-lookup drafts (docs/speculative.md; pays where the output
+ *           repeats the prompt, costs a little where it does not);
+ * - off:    the same request sampled without the grammar (the output is still parsed);
+ * - lazy:   tool_choice "auto": the grammar waits for its trigger (a random-weight model never writes
+ *           it, so this measures the cost of an attached, untriggered grammar).
  * Reports tokens/s, sampling ms/token, time to first token and to the first tool-call delta, and the
  * share of outputs that are complete tool calls whose arguments validate against their schemas.
  * `--lengths` adds long runs (tools attached, lazy) to show how tokens/s changes with output length.
@@ -20,21 +25,22 @@ import { progressBar } from "./progress.js";
 import { readToolsFile } from "./tools-file.js";
 import { UsageError } from "./usage-error.js";
 
-export const BENCH_SUMMARY = "grammar on / off / lazy A/B: tokens/s, sampling cost, latency, valid tool calls";
+export const BENCH_SUMMARY = "grammar on / forced / speculative / off / lazy A/B: tokens/s, sampling cost, latency, valid tool calls";
 
 export const BENCH_USAGE = `llamapeg bench [options]
   --model PATH          a GGUF model (default: the test model of --size)
   --size tiny|small     test model size (default tiny)
   --tools FILE          OpenAI tools JSON array (default: the demo set)
   --prompt TEXT         default: the demo prompt
-  --modes LIST          comma-separated of on, off, lazy (default all three)
+  --modes LIST          comma-separated of on, forced, speculative, off, lazy (default on,forced,off,lazy)
   --seeds N             runs per mode, seeds 0..N-1 (default 4)
   --max-tokens N        per run (default 128)
   --lengths LIST        extra long runs with tools attached (lazy), e.g. 1024,8192 (default none)
   --threads N           compute threads (default: all cores)
   --json                machine-readable output`;
 
-export type BenchMode = "on" | "off" | "lazy";
+export type BenchMode = "on" | "forced" | "speculative" | "off" | "lazy";
+const MODES: readonly BenchMode[] = ["on", "forced", "speculative", "off", "lazy"];
 
 export interface BenchRun {
   seed: number;
@@ -45,6 +51,10 @@ export interface BenchRun {
   timeToFirstToolCallMs: number | null;
   finishReason: string;
   validToolCalls: boolean;
+  /** Of tokens: forced by the grammar (fast-forward), drafted and kept (speculative). */
+  forcedTokens: number;
+  draftTokens: number;
+  draftAcceptedTokens: number;
 }
 
 export interface BenchSummary {
@@ -55,6 +65,9 @@ export interface BenchSummary {
   medianTimeToFirstTokenMs: number | null;
   medianTimeToFirstToolCallMs: number | null;
   validToolCallShare: number;
+  /** Shares of all the mode's tokens: forced, and drafted tokens kept. */
+  forcedShare: number;
+  draftAcceptedShare: number;
 }
 
 function median(xs: number[]): number | null {
@@ -82,7 +95,11 @@ export function validToolCalls(c: ChatCompletion, tools: readonly ChatTool[]): b
 function requestFor(mode: BenchMode, base: ChatCompletionRequest): ChatCompletionRequest {
   switch (mode) {
     case "on":
-      return { ...base, tool_choice: "required", calls_only: true };
+      return { ...base, tool_choice: "required", calls_only: true, fast_forward: false };
+    case "forced":
+      return { ...base, tool_choice: "required", calls_only: true, fast_forward: true };
+    case "speculative":
+      return { ...base, tool_choice: "required", calls_only: true, fast_forward: true, speculative: { type: "ngram" } };
     case "off":
       return { ...base, tool_choice: "required", calls_only: true, grammar: false };
     case "lazy":
@@ -111,6 +128,9 @@ export async function benchRun(context: Context, request: ChatCompletionRequest,
     timeToFirstToolCallMs: firstCall,
     finishReason: c.choices[0].finish_reason,
     validToolCalls: validToolCalls(c, tools),
+    forcedTokens: c.llamapeg.decoding?.forced_tokens ?? 0,
+    draftTokens: c.llamapeg.decoding?.draft_tokens ?? 0,
+    draftAcceptedTokens: c.llamapeg.decoding?.draft_accepted_tokens ?? 0,
   };
 }
 
@@ -126,6 +146,8 @@ export function summarize(mode: BenchMode, runs: BenchRun[]): BenchSummary {
     medianTimeToFirstTokenMs: median(runs.flatMap((r) => (r.timeToFirstTokenMs === null ? [] : [r.timeToFirstTokenMs]))),
     medianTimeToFirstToolCallMs: median(runs.flatMap((r) => (r.timeToFirstToolCallMs === null ? [] : [r.timeToFirstToolCallMs]))),
     validToolCallShare: runs.length > 0 ? runs.filter((r) => r.validToolCalls).length / runs.length : 0,
+    forcedShare: tokens > 0 ? runs.reduce((n, r) => n + r.forcedTokens, 0) / tokens : 0,
+    draftAcceptedShare: tokens > 0 ? runs.reduce((n, r) => n + r.draftAcceptedTokens, 0) / tokens : 0,
   };
 }
 
@@ -152,8 +174,8 @@ export async function benchCommand(argv: string[]): Promise<void> {
   if (positionals.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[0])}`, "bench");
   const size = ((values.size as string | undefined) ?? "tiny") as TestModelSize;
   if (size !== "tiny" && size !== "small") throw new UsageError(`--size must be tiny or small (got ${JSON.stringify(size)})`);
-  const modes = ((values.modes as string | undefined) ?? "on,off,lazy").split(",") as BenchMode[];
-  for (const m of modes) if (!["on", "off", "lazy"].includes(m)) throw new UsageError(`--modes: unknown mode ${JSON.stringify(m)}`);
+  const modes = ((values.modes as string | undefined) ?? "on,forced,off,lazy").split(",") as BenchMode[];
+  for (const m of modes) if (!MODES.includes(m)) throw new UsageError(`--modes: unknown mode ${JSON.stringify(m)} (${MODES.join(", ")})`);
   const lengths = ((values.lengths as string | undefined) ?? "").split(",").filter((s) => s !== "").map((s) => {
     const n = Number(s);
     if (!Number.isInteger(n) || n < 1) throw new UsageError(`--lengths: ${JSON.stringify(s)} is not a positive integer`);
@@ -199,10 +221,11 @@ export async function benchCommand(argv: string[]): Promise<void> {
       return;
     }
     console.log(`model ${summarizeModel(facts)} · ${context.threads} threads · ${seeds} seeds · max ${maxTokens} tokens`);
-    console.log("mode   tok/s   sampling ms/tok   TTFT ms   first call ms   valid calls");
+    console.log("mode           tok/s   sampling ms/tok   TTFT ms   first call ms   valid calls   forced   drafts kept");
+    const pct = (x: number) => `${(x * 100).toFixed(0)}%`;
     for (const s of summaries) {
       console.log(
-        `${s.mode.padEnd(5)} ${fmt(s.tokensPerSecond).padStart(7)} ${fmt(s.samplingMsPerToken, 2).padStart(17)} ${fmt(s.medianTimeToFirstTokenMs).padStart(9)} ${fmt(s.medianTimeToFirstToolCallMs).padStart(15)} ${`${(s.validToolCallShare * 100).toFixed(0)}%`.padStart(13)}`,
+        `${s.mode.padEnd(11)} ${fmt(s.tokensPerSecond).padStart(8)} ${fmt(s.samplingMsPerToken, 2).padStart(17)} ${fmt(s.medianTimeToFirstTokenMs).padStart(9)} ${fmt(s.medianTimeToFirstToolCallMs).padStart(15)} ${pct(s.validToolCallShare).padStart(13)} ${pct(s.forcedShare).padStart(8)} ${pct(s.draftAcceptedShare).padStart(13)}`,
       );
     }
     for (const l of long) console.log(`lazy, ${l.tokens} tokens: ${fmt(l.tokensPerSecond)} tok/s, sampling ${fmt(l.samplingMsPerToken, 2)} ms/token`);

@@ -89,6 +89,9 @@ export class CompletionAssembler {
         prompt_per_second: perSecond(summary.promptTokens - summary.reusedTokens, summary.promptMs),
         generation_per_second: perSecond(summary.generatedTokens, summary.generateMs),
       },
+      ...(summary.forcedTokens !== undefined || summary.draftTokens !== undefined
+        ? { decoding: { forced_tokens: summary.forcedTokens ?? 0, draft_tokens: summary.draftTokens ?? 0, draft_accepted_tokens: summary.draftAcceptedTokens ?? 0 } }
+        : {}),
     };
     return { chunks, completion: completion(this.meta, message, reason, usage, info) };
   }

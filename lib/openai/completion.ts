@@ -12,6 +12,7 @@ import { randomBytes } from "node:crypto";
 import type { GeneratedToken, GenerationStats } from "../llama/generation.js";
 import { pickSampling, type SamplingKey } from "../llama/sampling-params.js";
 import { CompletionAssembler, randomId } from "./assemble.js";
+import { planFastForward } from "./decoding.js";
 import { invalidRequest } from "./errors.js";
 import { buildCompletionPlan, buildCompletionPlanWith, type ChatPlanner, type CompletionPlan } from "./plan.js";
 import { normalizeChatRequest, type NormalizedChatRequest } from "./request.js";
@@ -97,6 +98,8 @@ function preparedWith(targets: CompletionTarget[], r: NormalizedChatRequest, inf
     ...(r.seed === undefined && r.n > 1 ? { seed: randomBytes(4).readUInt32LE(0) } : {}),
     ...(r.maxTokens !== undefined ? { maxTokens: r.maxTokens } : {}),
     ...(plan.reasoningBudget !== undefined ? { reasoningBudget: plan.reasoningBudget } : {}),
+    ...(planFastForward(r.decoding.fastForward, plan.grammar !== null, r.chat.referenceMode) ? { fastForward: true } : {}),
+    ...(r.decoding.speculative !== undefined ? { speculative: r.decoding.speculative } : {}),
     ...(r.signal !== undefined ? { signal: r.signal } : {}),
   };
   const meta = { id: randomId("chatcmpl-"), created: Math.floor(Date.now() / 1000), model: r.model ?? info.name };
@@ -222,6 +225,9 @@ async function* run(p: Prepared, index: number, onRecord: CompletionOptions["onR
     generateMs: stats.generateMs,
     sampleMs: stats.sampleMs,
     ...reasoningCounts(p.plan, stats, tokens.length),
+    // how the target decoded (absent where it does not say: llama-server)
+    ...(stats.forcedTokens !== undefined ? { forcedTokens: stats.forcedTokens, forcedRuns: stats.forcedRuns ?? 0 } : {}),
+    ...(stats.draftTokens !== undefined ? { draftTokens: stats.draftTokens, draftAcceptedTokens: stats.draftAcceptedTokens ?? 0 } : {}),
   };
   const end = assembler.finish(summary, includeUsage);
   if (logprobs !== null) {

@@ -74,6 +74,8 @@ export const REQUEST_FIELDS: Readonly<Record<string, Rule>> = {
   grammar: honoured,
   calls_only: honoured,
   reference_mode: honoured,
+  fast_forward: honoured,
+  speculative: honoured,
   signal: honoured,
 };
 

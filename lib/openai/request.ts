@@ -3,6 +3,7 @@
  * Every rejection is ERR_INVALID_REQUEST whose `where` (OpenAI's `param`) names the field.
  */
 import { normalizeApplyRequest, type ApplyChatRequest, type NormalizedApplyRequest } from "../chat/apply/index.js";
+import { decodingFromRequest, type RequestDecoding } from "./decoding.js";
 import { invalidRequest } from "./errors.js";
 import { samplingFromRequest, type SamplingOptions } from "../llama/sampling-params.js";
 import { checkRequestSize } from "./request-limits.js";
@@ -34,6 +35,8 @@ export interface NormalizedChatRequest extends SamplingOptions {
   chatTemplate: string | undefined;
   /** false: sample without the grammar (the output is still parsed). */
   grammar: boolean;
+  /** fast_forward and speculative as asked (decoding.ts); the plan decides the defaults. */
+  decoding: RequestDecoding;
   /** The reasoning budget asked for (reasoning.ts); null: no bound. The plan adds the markers. */
   reasoningBudget: RequestReasoningBudget | null;
   signal: AbortSignal | undefined;
@@ -122,6 +125,7 @@ export function normalizeChatRequest(raw: ChatCompletionRequest): NormalizedChat
     includeUsage: isObject(streamOptions) && streamOptions.include_usage === true,
     chatTemplate: r.chat_template as string | undefined,
     grammar: r.grammar !== false,
+    decoding: decodingFromRequest(r),
     reasoningBudget: budget,
     signal: r.signal as AbortSignal | undefined,
   };

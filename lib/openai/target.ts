@@ -30,6 +30,7 @@ import { mapTriggers, modelVocabulary, singleToken } from "../llama/triggers.js"
 import type { SamplingGrammar } from "../chat/plan.js";
 import type { GeneratedToken, GenerationStats } from "../llama/generation.js";
 import type { ReasoningBudgetOptions } from "../llama/reasoning-budget.js";
+import type { SpeculativeOptions } from "../llama/speculative-options.js";
 import type { Model } from "../llama/model.js";
 
 export type { PromptByteSegment, PromptTextSegment };
@@ -78,6 +79,10 @@ export interface TargetRequest extends SamplingOptions {
    * `stats.reasoningTokens` when it can. Absent: the plan has no reasoning markers.
    */
   reasoningBudget?: ReasoningBudgetOptions;
+  /** Decode text the grammar forces as a batch (generate()'s `fastForward`); a target that cannot ignores it. */
+  fastForward?: boolean;
+  /** Prompt-lookup drafts (generate()'s `speculative`); a target that cannot refuses (400 naming speculative). */
+  speculative?: SpeculativeOptions;
   signal?: AbortSignal;
 }
 
@@ -227,6 +232,8 @@ class TokenGeneratorTarget implements CompletionTarget {
       ...(request.signal !== undefined ? { signal: request.signal } : {}),
       ...(grammar !== null ? { grammar: grammar.grammar } : {}),
       ...(request.reasoningBudget !== undefined ? { reasoningBudget: request.reasoningBudget } : {}),
+      ...(request.fastForward === true ? { fastForward: true } : {}),
+      ...(request.speculative !== undefined ? { speculative: request.speculative } : {}),
       // The native sampler keeps only single tokens whole; llama.cpp skips the others too.
       preservedTokens: [...new Set([...request.preservedTokens.filter((t) => singleToken(model, t) !== null), ...(grammar?.preserve ?? [])])],
     };

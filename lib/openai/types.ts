@@ -113,6 +113,18 @@ export interface ChatCompletionRequest {
    * the reference-identical mode (docs/apply.md). Default false.
    */
   reference_mode?: boolean;
+  /**
+   * llamapeg: text the grammar forces (a tool's name, property names, separators) is decoded as a
+   * batch instead of one sampled step per token (docs/grammar-engine.md). Default: on wherever
+   * the plan has a grammar, off in `reference_mode`; false decodes as llama.cpp does.
+   */
+  fast_forward?: boolean | null;
+  /**
+   * llamapeg: prompt-lookup speculative decoding (docs/speculative.md): drafts from the prompt and
+   * the output, verified in one batch and checked by the grammar first. Default off. Not on
+   * llama-server targets (a 400 naming it).
+   */
+  speculative?: { type: "ngram"; draft_max?: number; draft_min?: number; ngram_min?: number; ngram_max?: number } | false | null;
   /** llamapeg: aborts the generation. */
   signal?: AbortSignal;
 }
@@ -163,6 +175,12 @@ export interface LlamapegCompletionInfo {
   /** The output stopped matching the format at these byte positions (the rest is content). */
   parse_errors: { code: string; position: number; message: string }[];
   timings: { prompt_ms: number; generation_ms: number; sampling_ms: number; prompt_per_second: number; generation_per_second: number };
+  /**
+   * Of completion_tokens: those the grammar forced (fast-forward, decoded as a batch) and those
+   * drafted by speculation, with the drafted ones kept. Absent where the target does not report
+   * them (llama-server).
+   */
+  decoding?: { forced_tokens: number; draft_tokens: number; draft_accepted_tokens: number };
 }
 
 export interface ChatCompletionChoice {

@@ -69,10 +69,13 @@ const FINAL_FIELDS = ["content", "tokens", "stop", "stop_type", "truncated", "to
 /**
  * What llama-server cannot give as in-process: log probabilities (its n_probs come from the raw
  * logits or the post-sampling candidates, not the in-process sampler's after bias and penalties,
- * and the stream's exact bytes already take n_probs 1 after sampling).
+ * and the stream's exact bytes already take n_probs 1 after sampling), and per-request prompt
+ * lookup (its speculation is set when it starts, `--spec-*`). Fast-forward is a speed hint: a
+ * llama-server target samples every token, the text under the grammar is valid either way.
  */
 function checkRemoteFields(request: TargetRequest): void {
   if (request.logprobs === true) invalidRequest("logprobs", "not supported on a llama-server target (its n_probs are not the in-process sampler's log probabilities)");
+  if (request.speculative !== undefined) invalidRequest("speculative", "not supported on a llama-server target (its speculative decoding is set when it starts: --spec-type, --draft-max)");
 }
 
 type TriggerJson = { type: number; value: string; token?: number };

@@ -107,14 +107,20 @@ describe("the chat's context", () => {
 });
 
 describe("llamapeg bench", () => {
-  it("--json reports every mode with the same seeds", async () => {
-    const out = await capture(() => benchCommand(["--json", "--seeds", "2", "--max-tokens", "12", "--modes", "off,lazy,on", "--threads", "2"]));
-    const r = JSON.parse(out) as { modes: { mode: string; runs: { seed: number; tokens: number }[]; tokensPerSecond: number; validToolCallShare: number }[] };
-    expect(r.modes.map((m) => m.mode)).toEqual(["off", "lazy", "on"]);
+  it("--json reports every mode with the same seeds, with the forced and drafted shares", async () => {
+    const out = await capture(() => benchCommand(["--json", "--seeds", "2", "--max-tokens", "12", "--modes", "off,lazy,on,forced,speculative", "--threads", "2"]));
+    type Mode = { mode: string; runs: { seed: number; tokens: number; forcedTokens: number; draftTokens: number }[]; tokensPerSecond: number; validToolCallShare: number; forcedShare: number };
+    const r = JSON.parse(out) as { modes: Mode[] };
+    expect(r.modes.map((m) => m.mode)).toEqual(["off", "lazy", "on", "forced", "speculative"]);
     for (const m of r.modes) {
       expect(m.runs.map((x) => x.seed)).toEqual([0, 1]);
       expect(m.tokensPerSecond).toBeGreaterThan(0);
       expect(m.validToolCallShare).toBeGreaterThanOrEqual(0);
     }
+    const by = Object.fromEntries(r.modes.map((m) => [m.mode, m]));
+    // one token per step in "on"; the tool call's opening is forced text in "forced"
+    expect(by.on!.runs.every((x) => x.forcedTokens === 0)).toBe(true);
+    expect(by.forced!.forcedShare).toBeGreaterThan(0);
+    expect(by.off!.runs.every((x) => x.forcedTokens === 0 && x.draftTokens === 0)).toBe(true);
   });
 });
