@@ -128,6 +128,21 @@ describe("the /completion request", () => {
     expect(s.bodies.length).toBe(1);
   });
 
+  it("speculative is a 400 naming it (llama-server's is set when it starts); fast-forward is a speed hint it goes without", async () => {
+    const s = await fake();
+    const b = connect(s.url);
+    let caught: unknown;
+    try {
+      await b.generate(request({ speculative: { type: "ngram" } }));
+    } catch (e) {
+      caught = e;
+    }
+    expect(caught).toMatchObject({ code: "ERR_INVALID_REQUEST", where: "speculative" });
+    expect(s.bodies.length).toBe(0);
+    await (await b.generate(request({ fastForward: true }))).result();
+    expect(s.bodies.length).toBe(1);
+  });
+
   it("maps a lazy grammar's triggers as the in-process target does", async () => {
     const s = await fake({ specials: { "<|tool|>": 9, "<call>": 8 }, control: [9] });
     const b = connect(s.url);
