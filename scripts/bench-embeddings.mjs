@@ -40,7 +40,8 @@ const count = Number(arg("texts", "64"));
 const lib = await import(pathToFileURL(join(root, "dist", "index.js")).href);
 const testing = await import(pathToFileURL(join(root, "dist", "exports", "testing.js")).href);
 const modelPath = resolve(arg("model", await testing.ensureTestModel("tiny")));
-const { llamaEmbedding } = await ensureLlamaTools();
+// llama.cpp as its own CMake builds it (the standalone build), not the tests' in-tree one
+const { llamaEmbedding } = await ensureLlamaTools({ standalone: true });
 
 const topics = ["weather", "football", "cooking", "markets", "travel", "music", "gardens", "physics"];
 const texts = Array.from({ length: count }, (_, i) => `a remark on ${topics[i % topics.length]}, ${i}`);

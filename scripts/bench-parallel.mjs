@@ -226,7 +226,7 @@ async function divergence(n, kvUnified) {
   return { identical: firstDiff.filter((k) => k === null).length, of: n, firstDifferences: firstDiff.filter((k) => k !== null) };
 }
 
-const tools = await ensureLlamaTools({ log });
+const tools = await ensureLlamaTools({ log, standalone: true }); // llama.cpp as its own CMake builds it
 const loadBefore = loadavg()[0];
 log(`${size} model, ${tokens} tokens per chat, ${runs} runs, ${threads} threads per engine, ${availableParallelism()} CPUs, load ${loadBefore.toFixed(2)}`);
 const started = performance.now();

@@ -132,7 +132,7 @@ async function concurrent(target, label) {
 
 const load = loadavg().map((x) => x.toFixed(2)).join(" ");
 log(`model ${size}, ${tokens} tokens per chat, ${reps} reps, ${threads} threads per engine, ${availableParallelism()} CPUs, load ${load}`);
-const tools = await ensureLlamaTools({ log });
+const tools = await ensureLlamaTools({ log, standalone: true }); // llama.cpp as its own CMake builds it
 const modelPath = await ensureTestModel(size);
 
 const model = await loadModel(modelPath);

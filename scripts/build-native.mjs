@@ -93,14 +93,18 @@ const jobs = process.env.LLAMAPEG_JOBS ?? String(availableParallelism());
 // never empty: cmake-js drops an empty -D, and the cached list of an earlier build would stay
 const backends = backendsWanted();
 const variants = variantsWanted();
+// A checkout (where the tests run) also defines llama.cpp's programs, built only when a test asks
+// (CMakeLists.txt, LLAMAPEG_LLAMA_PROGRAMS); an installed package's build configures the addon alone.
+const programs = checkout && !gyp ? "ON" : "OFF";
 const cmdArgs = ["build", "--directory", root, "--out", out, "--target", target, "--parallel", jobs,
-  `--CDLLAMAPEG_BACKENDS=${backends}`, `--CDLLAMAPEG_CPU_VARIANTS=${variants}`];
+  `--CDLLAMAPEG_BACKENDS=${backends}`, `--CDLLAMAPEG_CPU_VARIANTS=${variants}`, `--CDLLAMAPEG_LLAMA_PROGRAMS=${programs}`];
 if (process.env.LLAMAPEG_DEBUG) cmdArgs.push("--debug");
 // `cmake-js build` configures only a new folder; a changed backend list needs a configure run
 const cached = cacheValues(join(out, "CMakeCache.txt"));
 const norm = (v) => (v ?? "").toLowerCase().split(";").filter((x) => x && x !== "cpu").sort().join(";");
-if (cached && (norm(cached.LLAMAPEG_BACKENDS) !== norm(backends) || (cached.LLAMAPEG_CPU_VARIANTS ?? "OFF").toUpperCase() !== variants)) {
-  log(`reconfiguring ${out}: backends ${cached.LLAMAPEG_BACKENDS || "cpu"} -> ${backends}, CPU variants ${cached.LLAMAPEG_CPU_VARIANTS} -> ${variants}`);
+const onOff = (v) => (/^(1|on|true|yes)$/i.test(v ?? "") ? "ON" : "OFF");
+if (cached && (norm(cached.LLAMAPEG_BACKENDS) !== norm(backends) || onOff(cached.LLAMAPEG_CPU_VARIANTS) !== variants || onOff(cached.LLAMAPEG_LLAMA_PROGRAMS) !== programs)) {
+  log(`reconfiguring ${out}: backends ${cached.LLAMAPEG_BACKENDS || "cpu"} -> ${backends}, CPU variants ${cached.LLAMAPEG_CPU_VARIANTS} -> ${variants}, llama.cpp programs ${onOff(cached.LLAMAPEG_LLAMA_PROGRAMS)} -> ${programs}`);
   try {
     execFileSync(process.execPath, [cmakeJs, "configure", ...cmdArgs.slice(1)], { stdio: "inherit", cwd: root, env });
   } catch (error) {

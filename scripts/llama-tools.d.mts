@@ -13,4 +13,4 @@ export interface LlamaTools {
 export function cacheRoot(): string;
 export function buildFlags(): string[];
 export function toolsLocation(): { key: string; commit: string; flags: string[]; source: string; dir: string; llamaServer: string; rpcServer: string; llamaEmbedding: string; manifest: string };
-export function ensureLlamaTools(options?: { rebuild?: boolean; log?: (message: string) => void }): Promise<LlamaTools>;
+export function ensureLlamaTools(options?: { rebuild?: boolean; standalone?: boolean; log?: (message: string) => void }): Promise<LlamaTools>;

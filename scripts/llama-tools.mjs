@@ -1,9 +1,17 @@
 #!/usr/bin/env node
 // Builds llama.cpp's own `llama-server`, `rpc-server` (CMake target ggml-rpc-server) and
-// `llama-embedding` (examples/embedding) from the vendored tree and caches the three binaries, for
-// the tests that compare against llama.cpp's own programs and for the benchmarks (never run by
-// `npm install`).
+// `llama-embedding` (examples/embedding) from the vendored tree, for the tests that compare against
+// llama.cpp's own programs and for the benchmarks (never run by `npm install`). Two ways:
 //
+// In the addon's build (a git checkout: build/ configured with LLAMAPEG_LLAMA_PROGRAMS, which
+// scripts/build-native.mjs sets there): the three targets are built in build/ from the llama and
+// ggml objects the addon already has and the `llama-common` the reference harness links (about
+// half the compile of a separate build), into build/bin with the backend modules beside them. The
+// tests take this way. Same llama.cpp code, same ggml build as the addon.
+//
+// Standalone (`{standalone: true}`, --standalone, LLAMAPEG_TOOLS_STANDALONE=1, or no such build/):
+// llama.cpp's own CMake defaults in a build dir of their own, for the benchmarks that compare with
+// llama-server as llama.cpp builds it, and for an installed package:
 // - A separate CMake build dir, only those three targets, static (the binaries run from anywhere),
 //   no OpenSSL, no curl, no web UI download: it builds offline. One build for all three: they
 //   share llama.cpp's library and `common` (llama-embedding adds one source file; built on its own
@@ -18,7 +26,8 @@
 //   another native build for the cores.
 //
 //   node scripts/llama-tools.mjs            build if needed; print {"llamaServer", "rpcServer", "llamaEmbedding", ...}
-//   node scripts/llama-tools.mjs --rebuild  build again even when cached
+//   node scripts/llama-tools.mjs --standalone   the standalone build (cached)
+//   node scripts/llama-tools.mjs --rebuild  build the standalone one again even when cached
 //   LLAMAPEG_LLAMA_SERVER=/path, LLAMAPEG_RPC_SERVER=/path, LLAMAPEG_LLAMA_EMBEDDING=/path
 //                                                           use existing binaries, build nothing
 //   LLAMAPEG_TOOLS_CMAKE_ARGS="-DGGML_CUDA=ON ..."           extra configure flags (part of the key)
@@ -238,12 +247,36 @@ function install(from, to) {
   renameSync(tmp, to);
 }
 
+/** The addon's build folder when it defines llama.cpp's programs (CMakeLists.txt, LLAMAPEG_LLAMA_PROGRAMS). */
+function addonBuildWithPrograms() {
+  const dir = join(root, "build");
+  const cache = join(dir, "CMakeCache.txt");
+  if (!existsSync(cache)) return null;
+  return /^LLAMAPEG_LLAMA_PROGRAMS:BOOL=(ON|TRUE|1)$/im.test(readFileSync(cache, "utf8")) ? dir : null;
+}
+
+/** The three targets in the addon's build (ninja's no-op when they are up to date). */
+async function inAddonBuild(dir, log) {
+  const bin = (name) => join(dir, "bin", `${name}${exe}`);
+  const paths = { llamaServer: bin("llama-server"), rpcServer: bin("ggml-rpc-server"), llamaEmbedding: bin("llama-embedding") };
+  const before = Object.values(paths).map((p) => (existsSync(p) ? statSync(p).mtimeMs : 0));
+  const started = Date.now();
+  const jobs = process.env.LLAMAPEG_JOBS ?? String(availableParallelism());
+  await cmake(["--build", dir, "--config", "Release", "--target", "llama-server", "ggml-rpc-server", "llama-embedding", "--parallel", jobs], { log, cwd: root });
+  for (const p of Object.values(paths)) if (!existsSync(p)) throw new Error(`the build finished but ${p} is not there`);
+  const built = Object.values(paths).some((p, i) => statSync(p).mtimeMs !== before[i]);
+  const seconds = (Date.now() - started) / 1000;
+  if (built) log(`built in the addon's build folder in ${seconds.toFixed(0)} s -> ${join(dir, "bin")}`);
+  return { ...paths, built, seconds: built ? seconds : 0, key: "addon-build", dir };
+}
+
 /**
  * Resolves with the paths of `llama-server`, `rpc-server` and `llama-embedding`, building them
- * first when they are not cached. `built` says whether this call built them, `seconds` how long
- * that took.
+ * first when they are not built yet: in the addon's build folder when it defines them, else (or
+ * with `standalone`) in a cached build of their own. `built` says whether this call built them,
+ * `seconds` how long that took.
  */
-export async function ensureLlamaTools({ rebuild = false, log = (m) => process.stderr.write(`[llama-tools] ${m}\n`) } = {}) {
+export async function ensureLlamaTools({ rebuild = false, standalone = false, log = (m) => process.stderr.write(`[llama-tools] ${m}\n`) } = {}) {
   const given = ["LLAMAPEG_LLAMA_SERVER", "LLAMAPEG_RPC_SERVER", "LLAMAPEG_LLAMA_EMBEDDING"];
   if (given.some((name) => process.env[name])) {
     const missing = given.filter((name) => !process.env[name]);
@@ -252,6 +285,8 @@ export async function ensureLlamaTools({ rebuild = false, log = (m) => process.s
     for (const p of [llamaServer, rpcServer, llamaEmbedding]) if (!existsSync(p)) throw new Error(`${p} does not exist`);
     return { llamaServer, rpcServer, llamaEmbedding, built: false, seconds: 0, key: "env", dir: null };
   }
+  const addonBuild = standalone || rebuild || /^(1|true|yes)$/i.test(process.env.LLAMAPEG_TOOLS_STANDALONE ?? "") || process.env.LLAMA_CPP_DIR ? null : addonBuildWithPrograms();
+  if (addonBuild !== null) return inAddonBuild(addonBuild, log);
   if (!process.env.LLAMA_CPP_DIR && !existsSync(join(root, "vendor", "llama.cpp", "include", "llama.h"))) {
     execFileSync(process.execPath, [join(root, "scripts", "vendor-llama.mjs")], { stdio: "inherit", cwd: root });
   }
@@ -290,7 +325,7 @@ export async function ensureLlamaTools({ rebuild = false, log = (m) => process.s
 }
 
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  ensureLlamaTools({ rebuild: process.argv.includes("--rebuild") })
+  ensureLlamaTools({ rebuild: process.argv.includes("--rebuild"), standalone: process.argv.includes("--standalone") })
     .then((r) => process.stdout.write(`${JSON.stringify(r)}\n`))
     .catch((error) => {
       console.error(`[llama-tools] ${error.message}`);

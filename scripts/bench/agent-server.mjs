@@ -22,7 +22,7 @@ function freePort() {
 
 /** Starts llama-server on `modelPath`; resolves { url, kill } once /health answers 200. */
 export async function startAgentServer(modelPath, { contextSize, batchSize, threads }) {
-  const { llamaServer } = await ensureLlamaTools({ log: (m) => process.stderr.write(`[llama-tools] ${m}\n`) });
+  const { llamaServer } = await ensureLlamaTools({ standalone: true, log: (m) => process.stderr.write(`[llama-tools] ${m}\n`) });
   const port = await freePort();
   const args = [
     "-m", modelPath, "--host", "127.0.0.1", "--port", String(port), "-c", String(contextSize), "-np", "1",

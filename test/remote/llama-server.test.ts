@@ -65,8 +65,10 @@ const TOOLS = [
   { type: "function" as const, function: { name: "say", parameters: { type: "object", properties: { w: { enum: ["yes", "no"] } }, required: ["w"], additionalProperties: false } } },
 ];
 
+// In-process with fast-forward off: llama-server samples every token (fast-forward is a speed hint
+// it goes without), and the comparison is of the same decoding, token by token.
 async function both(request: ChatCompletionRequest): Promise<{ local: ChatCompletionChunk[]; remote: ChatCompletionChunk[] }> {
-  const local = await collect(createChatCompletion(context, { ...request, stream: true }));
+  const local = await collect(createChatCompletion(context, { fast_forward: false, ...request, stream: true }));
   const remote = await collect(createChatCompletion(backend, { ...request, stream: true }));
   return { local, remote };
 }
