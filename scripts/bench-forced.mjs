@@ -14,6 +14,8 @@ import { loadavg } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
+import { formatRatio, median, pairedRatio, verdict } from "./bench/stats.mjs";
+
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const log = (...a) => console.error("[bench-forced]", ...a);
 
@@ -27,12 +29,6 @@ function parseArgs(argv, defaults) {
   }
   return out;
 }
-
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-};
 
 // A fixed schema with bounded values: the call completes on a random-weight model, and most of
 // its text (markers, the name, property names, separators) is forced.
@@ -97,8 +93,6 @@ async function main() {
     if (lastTokens === 0) lastTokens = (await kinds.ff()).tokens;
     for (const k of order) round[k] = await kinds[k]();
     lastTokens = round.ff.tokens;
-    round.wallRatio = round.ff.ms / round.step.ms;
-    round.tpsRatio = round.ff.tokens / round.ff.ms / (round.free.tokens / round.free.ms);
     report.rounds.push(round);
     log(`round ${i + 1}/${opts.rounds}: ff ${round.ff.ms.toFixed(0)} ms (${round.ff.tokens} tokens, ${round.ff.forced} forced) · steps ${round.step.ms.toFixed(0)} ms (${round.step.tokens}) · free ${round.free.ms.toFixed(0)} ms (${round.free.tokens}) · load ${load()}`);
   }
@@ -109,8 +103,8 @@ async function main() {
     ffForced: first.ff.forced,
     ffRuns: first.ff.runs,
     stepTokens: first.step.tokens,
-    medianWallRatio: median(report.rounds.map((r) => r.wallRatio)),
-    medianTpsRatio: median(report.rounds.map((r) => r.tpsRatio)),
+    wall: pairedRatio(report.rounds.map((r) => r.ff.ms), report.rounds.map((r) => r.step.ms)),
+    tps: pairedRatio(report.rounds.map((r) => r.ff.tokens / r.ff.ms), report.rounds.map((r) => r.free.tokens / r.free.ms)),
     medianFfMs: median(report.rounds.map((r) => r.ff.ms)),
     medianStepMs: median(report.rounds.map((r) => r.step.ms)),
     medianFreeMs: median(report.rounds.map((r) => r.free.ms)),
@@ -120,8 +114,8 @@ async function main() {
   const lines = [
     `named tool call, ${opts.size} model, ${opts.threads} threads: ${s.ffTokens} tokens, ${s.ffForced} forced in ${s.ffRuns} runs (without: ${s.stepTokens} tokens); load ${report.load.start} -> ${report.load.end}`,
     `  whole call: fast-forward ${s.medianFfMs.toFixed(0)} ms, one token per step ${s.medianStepMs.toFixed(0)} ms, no grammar (same length) ${s.medianFreeMs.toFixed(0)} ms`,
-    `${s.medianWallRatio <= 0.6 ? "PASS" : "FAIL"} wall with fast-forward / without <= 0.6: ${s.medianWallRatio.toFixed(3)} (median of ${report.rounds.length} paired rounds)`,
-    `${s.medianTpsRatio >= 1.2 ? "PASS" : "FAIL"} tokens/s grammar+fast-forward / grammar off >= 1.2: ${s.medianTpsRatio.toFixed(3)}`,
+    `${verdict(s.wall, 0.6, { atLeast: false }).label} wall with fast-forward / without <= 0.6: ${formatRatio(s.wall)} (median [95% interval] of ${report.rounds.length} paired rounds)`,
+    `${verdict(s.tps, 1.2).label} tokens/s grammar+fast-forward / grammar off >= 1.2: ${formatRatio(s.tps)}`,
   ];
   if (opts.json) console.log(JSON.stringify(report, null, 2));
   else console.log(lines.join("\n"));
