@@ -44,6 +44,8 @@ export interface RequestReasoning {
   thinking: boolean | undefined;
   /** null: no bound. */
   budget: RequestReasoningBudget | null;
+  /** `reasoning_effort` as given (the templates that read it get it, as llama-server passes it). */
+  effort: ReasoningEffort | undefined;
 }
 
 function effortOf(value: unknown): ReasoningEffort | undefined {
@@ -77,7 +79,7 @@ export function requestReasoning(r: Record<string, unknown>): RequestReasoning {
   const explicit = a ?? b;
   const tokens = explicit !== undefined ? (explicit < 0 ? null : explicit) : effort !== undefined ? EFFORT_BUDGETS[effort] : null;
   const thinking = tokens === 0 || effort === "none" ? false : effort !== undefined ? true : undefined;
-  return { thinking, budget: tokens === null ? null : { tokens, message: (message as string | null | undefined) ?? "" } };
+  return { thinking, budget: tokens === null ? null : { tokens, message: (message as string | null | undefined) ?? "" }, effort };
 }
 
 /** What the plan makes of a request's budget: generate()'s option, and a warning when it cannot apply. */

@@ -82,11 +82,22 @@ export function normalizeChatRequest(raw: ChatCompletionRequest): NormalizedChat
   const r = resolveAllowedTools(raw as unknown as Record<string, unknown>);
   const chatFields: Record<string, unknown> = {};
   for (const k of CHAT_FIELDS) if (r[k] !== undefined && r[k] !== null) chatFields[k] = r[k];
-  // reasoning_effort and a budget of 0 are the thinking switch, unless chat_template_kwargs sets it explicitly.
-  const { thinking, budget } = requestReasoning(r);
-  const kwargs = chatFields.chat_template_kwargs as Record<string, unknown> | undefined;
-  if (thinking !== undefined && (typeof kwargs !== "object" || kwargs?.enable_thinking === undefined)) {
-    chatFields.chat_template_kwargs = typeof kwargs === "object" && kwargs !== null ? { ...kwargs, enable_thinking: thinking } : kwargs === undefined ? { enable_thinking: thinking } : kwargs;
+  // reasoning_effort and a budget of 0 are the thinking switch, unless chat_template_kwargs sets it
+  // explicitly; the effort itself reaches the templates that read it (gpt-oss's "Reasoning: high",
+  // DeepSeek V4), as llama-server passes it ("none" passes none).
+  const { thinking, budget, effort } = requestReasoning(r);
+  const given = chatFields.chat_template_kwargs;
+  if (typeof given === "object" && given !== null && !Array.isArray(given)) {
+    const kwargs: Record<string, unknown> = { ...(given as Record<string, unknown>) };
+    if (thinking !== undefined && kwargs.enable_thinking === undefined) kwargs.enable_thinking = thinking;
+    if (effort !== undefined && effort !== "none" && kwargs.reasoning_effort === undefined) kwargs.reasoning_effort = effort;
+    if (effort === "none") delete kwargs.reasoning_effort;
+    chatFields.chat_template_kwargs = kwargs;
+  } else if (given === undefined) {
+    const kwargs: Record<string, unknown> = {};
+    if (thinking !== undefined) kwargs.enable_thinking = thinking;
+    if (effort !== undefined && effort !== "none") kwargs.reasoning_effort = effort;
+    if (Object.keys(kwargs).length > 0) chatFields.chat_template_kwargs = kwargs;
   }
   const chat = normalizeApplyRequest(chatFields as unknown as ApplyChatRequest);
   if (chat.messages.length === 0) invalidRequest("messages", "expected at least one message");

@@ -103,10 +103,14 @@ describe("the request contract", () => {
     }
   });
 
-  it("reasoning_effort is the thinking switch unless chat_template_kwargs sets it", () => {
-    expect(normalizeChatRequest({ messages, reasoning_effort: "none" } as ChatCompletionRequest).chat.chatTemplateKwargs).toEqual({ enable_thinking: false });
-    expect(normalizeChatRequest({ messages, reasoning_effort: "high" } as ChatCompletionRequest).chat.chatTemplateKwargs).toEqual({ enable_thinking: true });
-    expect(normalizeChatRequest({ messages, reasoning_effort: "low", chat_template_kwargs: { enable_thinking: false } } as ChatCompletionRequest).chat.chatTemplateKwargs).toEqual({ enable_thinking: false });
+  it("reasoning_effort is the thinking switch unless chat_template_kwargs sets it, and reaches the template as llama-server passes it", () => {
+    const kwargs = (r: Partial<ChatCompletionRequest>) => normalizeChatRequest({ messages, ...r } as ChatCompletionRequest).chat.chatTemplateKwargs;
+    expect(kwargs({ reasoning_effort: "none" })).toEqual({ enable_thinking: false });
+    expect(kwargs({ reasoning_effort: "high" })).toEqual({ enable_thinking: true, reasoning_effort: "high" });
+    expect(kwargs({ reasoning_effort: "low", chat_template_kwargs: { enable_thinking: false } })).toEqual({ enable_thinking: false, reasoning_effort: "low" });
+    // the request's own kwargs win; "none" takes an effort out of them (llama-server erases it)
+    expect(kwargs({ reasoning_effort: "high", chat_template_kwargs: { reasoning_effort: "medium" } })).toEqual({ enable_thinking: true, reasoning_effort: "medium" });
+    expect(kwargs({ reasoning_effort: "none", chat_template_kwargs: { reasoning_effort: "medium" } })).toEqual({ enable_thinking: false });
     expect(param({ messages, reasoning_effort: "extreme" })).toBe("reasoning_effort");
   });
 

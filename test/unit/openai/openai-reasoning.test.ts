@@ -153,6 +153,13 @@ describe("the budget on a plan", () => {
     expect(plain.warnings).toEqual([]);
   });
 
+  it("reasoning_effort reaches the templates that read it, as llama-server passes it (gpt-oss: its Reasoning line)", () => {
+    expect(plan("openai-gpt-oss-120b", { reasoning_effort: "high" }).prompt).toContain("Reasoning: high\n");
+    expect(plan("openai-gpt-oss-120b", { reasoning_effort: "low" }).prompt).toContain("Reasoning: low\n");
+    // the template's own default when the request says nothing
+    expect(plan("openai-gpt-oss-120b", {}).prompt).toContain("Reasoning: medium\n");
+  });
+
   it("a budget on a template without reasoning markers is a no-op with a warning, not an error", () => {
     const p = plan("Qwen-Qwen2.5-7B-Instruct", { reasoning_budget_tokens: 16 });
     expect(p.reasoningBudget).toBeUndefined();
