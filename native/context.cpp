@@ -57,6 +57,35 @@ std::shared_ptr<ContextCore> ContextCore::Create(Napi::Env env, const std::share
   core->checkpointInterval_ = config.checkpointInterval;
   core->slots_.resize(core->nSeq_);
   core->batch_ = llama_batch_init(static_cast<int32_t>(core->batchSize_), 0, 1);
+  if (config.draftModel) {
+    // The draft model's context: one sequence per target sequence, the same cells, a full-size SWA
+    // cache (its cells trim back after every verification).
+    const llama_model* draft = config.draftModel->model;
+    std::string why;
+    if (!DraftCompatible(model->model, draft, &why)) {
+      *error = {"ERR_INVALID_ARGUMENT", "draftModel cannot draft for this model: " + why};
+      return nullptr;
+    }
+    if (llama_model_is_recurrent(draft) || llama_model_is_hybrid(draft)) {
+      *error = {"ERR_INVALID_ARGUMENT", "draftModel: its memory cannot roll back (a recurrent or hybrid model); a rejected draft could not be taken back"};
+      return nullptr;
+    }
+    llama_context_params dp = cp;
+    dp.swa_full = true;
+    dp.abort_callback = nullptr;
+    dp.abort_callback_data = nullptr;
+    LogCapture draftCapture;
+    core->draftCtx_ = llama_init_from_model(config.draftModel->model, dp);
+    if (core->draftCtx_ == nullptr) {
+      std::string detail = draftCapture.errors();
+      *error = {"ERR_CONTEXT_CREATE", "llama.cpp could not create the draft model's context" + (detail.empty() ? "" : ": " + detail)};
+      return nullptr;
+    }
+    core->draftModel_ = config.draftModel;
+    core->draftBatch_ = llama_batch_init(static_cast<int32_t>(core->batchSize_), 0, 1);
+    core->draftMirror_.resize(core->nSeq_);
+    core->draftVocab_ = llama_vocab_n_tokens(config.draftModel->vocab);
+  }
   // Poll level 50 is llama.cpp's default (common_cpu_params::poll); only ggml's own pool uses it.
   core->pools_.Attach(core->ctx_, core->threads_, core->threadsBatch_, 50);
 
@@ -75,6 +104,13 @@ std::shared_ptr<ContextCore> ContextCore::Create(Napi::Env env, const std::share
 ContextCore::~ContextCore() { FreeNative(); }
 
 void ContextCore::FreeNative() {
+  if (draftCtx_ != nullptr) {
+    llama_batch_free(draftBatch_);
+    draftBatch_ = llama_batch{};
+    llama_free(draftCtx_);
+    draftCtx_ = nullptr;
+  }
+  draftModel_.reset();
   if (ctx_ != nullptr) {
     llama_batch_free(batch_);
     batch_ = llama_batch{};
@@ -281,6 +317,17 @@ Napi::Object ContextWrap::NewInstance(Napi::Env env, const std::shared_ptr<Model
   config.checkpoints = U32(o, "checkpoints", config.checkpoints);
   config.checkpointInterval = U32(o, "checkpointInterval", config.checkpointInterval);
   if (o.Get("checkpointBytes").IsNumber()) config.checkpointBytes = static_cast<size_t>(o.Get("checkpointBytes").As<Napi::Number>().Int64Value());
+  Napi::Value draft = o.Get("draftModel");
+  if (!draft.IsUndefined() && !draft.IsNull()) {
+    // Only a native model object (lib/llama/model.ts hands its own); anything else is refused
+    // before it is unwrapped.
+    if (!draft.IsObject() || !draft.As<Napi::Object>().InstanceOf(AddonState::Get(env)->modelCtor.Value())) {
+      throw Napi::TypeError::New(env, "draftModel must be a model");
+    }
+    const auto& draftCore = Napi::ObjectWrap<ModelWrap>::Unwrap(draft.As<Napi::Object>())->Core(env);
+    if (draftCore->vocabOnly) Throw(env, "ERR_INVALID_ARGUMENT", "draftModel was loaded with vocabOnly; it has no weights to run");
+    config.draftModel = draftCore;
+  }
   NativeError error;
   std::shared_ptr<ContextCore> core = ContextCore::Create(env, model, config, &error);
   if (!core) Throw(env, error.code, error.message);
@@ -387,6 +434,10 @@ Napi::Value ContextWrap::Generate(const Napi::CallbackInfo& info) {
     if (prompt.ElementLength() >= core.sequenceSize()) {
       Throw(env, "ERR_CONTEXT_FULL", "the prompt has " + std::to_string(prompt.ElementLength()) +
                                          " tokens; a sequence of this context holds " + std::to_string(core.sequenceSize()));
+    }
+    Napi::Value spec = info[2].As<Napi::Object>().Get("speculative");
+    if (spec.IsObject() && spec.As<Napi::Object>().Get("model").ToBoolean().Value() && !core.hasDraftModel()) {
+      Throw(env, "ERR_INVALID_ARGUMENT", "speculative: {type: \"draft\"} needs a context created with a draftModel");
     }
     std::shared_ptr<GenerationJob> job = CreateGeneration(env, core.model()->vocab, &core.model()->grammarIndex, core.seed(), prompt,
                                                           info[2].As<Napi::Object>(), info[3].As<Napi::Function>());

@@ -39,6 +39,7 @@ struct ContextConfig {
   uint32_t checkpoints = 8;             // per sequence, for memories that cannot trim
   size_t checkpointBytes = 256u << 20;  // for the whole context
   uint32_t checkpointInterval = 1024;   // mid-prompt checkpoints at multiples of this position (0: none)
+  std::shared_ptr<ModelCore> draftModel;  // speculative decoding with a draft model (speculative.h); null: none
 };
 
 class ContextCore : public Stoppable, public std::enable_shared_from_this<ContextCore> {
@@ -66,6 +67,8 @@ class ContextCore : public Stoppable, public std::enable_shared_from_this<Contex
   int32_t threads() const { return threads_; }
   int32_t threadsBatch() const { return threadsBatch_; }
   uint32_t seed() const { return seed_; }
+  // A draft model was given (generations may ask for `speculative: {type: "draft"}`).
+  bool hasDraftModel() const { return draftCtx_ != nullptr; }
 
   // JS thread. -1 when every sequence is taken.
   int32_t Acquire();
@@ -142,6 +145,10 @@ class ContextCore : public Stoppable, public std::enable_shared_from_this<Contex
   void AddDraft(GenerationJob& job, llama_pos at);
   void VerifyDraft(GenerationJob& job);
   void MakeDraft(GenerationJob& job);
+  // The draft model's greedy continuation of the sequence (its own cells brought up to the
+  // target's tokens and the pending one first), at most `room` tokens; empty on a draft decode
+  // failure (the draft cells of that sequence are dropped).
+  void DraftFromModel(GenerationJob& job, size_t room, std::vector<llama_token>* out);
   void End(GenerationJob& job, const char* reason, NativeError error = {});
   void FreeNative();
   static bool AbortCallback(void* data);
@@ -177,6 +184,14 @@ class ContextCore : public Stoppable, public std::enable_shared_from_this<Contex
   size_t rotate_ = 0;                       // first generating job this step (fairness)
   CheckpointStore checkpoints_;
   size_t checkpointInterval_ = 0;
+
+  // Draft model (speculative.h): its own context with one sequence per target sequence, driven by
+  // this loop only; draftMirror_ is what its cells hold per sequence.
+  std::shared_ptr<ModelCore> draftModel_;
+  llama_context* draftCtx_ = nullptr;
+  llama_batch draftBatch_{};
+  std::vector<std::vector<llama_token>> draftMirror_;
+  int32_t draftVocab_ = 0;
 };
 
 // What JS objects (the context, its sequences, running generations) hold: when the last one is

@@ -1,9 +1,11 @@
-// Prompt-lookup speculative decoding (speculative.h): the draft, its grammar check, and the decode
-// loop's part (draft after a sample, into the batch, verification after the decode).
+// Speculative decoding (speculative.h): the drafts (prompt lookup, a draft model), their grammar
+// check, and the decode loop's part (draft after a sample, into the batch, verification after the
+// decode).
 #include "speculative.h"
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <exception>
 
 #include "context.h"
@@ -37,6 +39,35 @@ void NgramDraft(const std::vector<llama_token>& history, llama_token last, const
       return;
     }
   }
+}
+
+bool DraftCompatible(const llama_model* target, const llama_model* draft, std::string* why) {
+  const llama_vocab* vt = llama_model_get_vocab(target);
+  const llama_vocab* vd = llama_model_get_vocab(draft);
+  if (llama_vocab_type(vt) != llama_vocab_type(vd)) {
+    *why = "its tokenizer type differs from the model's";
+    return false;
+  }
+  if (llama_vocab_get_add_bos(vt) != llama_vocab_get_add_bos(vd) || (llama_vocab_get_add_bos(vt) && llama_vocab_bos(vt) != llama_vocab_bos(vd))) {
+    *why = "its BOS token differs from the model's";
+    return false;
+  }
+  if (llama_vocab_get_add_eos(vt) != llama_vocab_get_add_eos(vd) || (llama_vocab_get_add_eos(vt) && llama_vocab_eos(vt) != llama_vocab_eos(vd))) {
+    *why = "its EOS token differs from the model's";
+    return false;
+  }
+  const int32_t nt = llama_vocab_n_tokens(vt), nd = llama_vocab_n_tokens(vd);
+  if (std::abs(nt - nd) > 128) {
+    *why = "its vocabulary has " + std::to_string(nd) + " tokens, the model's " + std::to_string(nt);
+    return false;
+  }
+  for (int32_t i = 0; i < std::min(nt, nd); i++) {
+    if (std::strcmp(llama_vocab_get_text(vt, i), llama_vocab_get_text(vd, i)) != 0) {
+      *why = "token " + std::to_string(i) + " is another text in its vocabulary";
+      return false;
+    }
+  }
+  return true;
 }
 
 size_t GrammarPrefix(grammar::GrammarState* grammar, const llama_vocab* vocab, const llama_token* draft, size_t n) {
@@ -103,6 +134,130 @@ void ContextCore::VerifyDraft(GenerationJob& job) {
   if (!llama_memory_seq_rm(mem, job.seq, static_cast<llama_pos>(cached.size()), -1)) ForgetCells(job.seq);
 }
 
+namespace {
+
+void AddTo(llama_batch& batch, llama_token token, llama_pos pos, int32_t seq, bool logits) {
+  const int32_t i = batch.n_tokens++;
+  batch.token[i] = token;
+  batch.pos[i] = pos;
+  batch.n_seq_id[i] = 1;
+  batch.seq_id[i][0] = seq;
+  batch.logits[i] = logits ? 1 : 0;
+}
+
+}  // namespace
+
+void ContextCore::DraftFromModel(GenerationJob& job, size_t room, std::vector<llama_token>* out) {
+  out->clear();
+  const int32_t seq = job.seq;
+  std::vector<llama_token>& mirror = draftMirror_[static_cast<size_t>(seq)];
+  const std::vector<llama_token>& cached = slots_[static_cast<size_t>(seq)].tokens;
+  llama_memory_t mem = llama_get_memory(draftCtx_);
+  auto fail = [&] {
+    llama_memory_seq_rm(mem, seq, -1, -1);
+    mirror.clear();
+    out->clear();
+  };
+  // The draft cells follow the target's tokens: keep their common prefix, decode the rest and the
+  // pending token (logits for that one only).
+  size_t n = 0;
+  while (n < mirror.size() && n < cached.size() && mirror[n] == cached[n]) n++;
+  if (n < mirror.size()) {
+    if (!llama_memory_seq_rm(mem, seq, static_cast<llama_pos>(n), -1)) {
+      llama_memory_seq_rm(mem, seq, -1, -1);
+      n = 0;
+    }
+    mirror.resize(n);
+  }
+  std::vector<llama_token> todo(cached.begin() + static_cast<std::ptrdiff_t>(n), cached.end());
+  todo.push_back(job.pending);
+  for (size_t i = 0; i < todo.size();) {
+    const size_t m = std::min<size_t>(todo.size() - i, batchSize_);
+    draftBatch_.n_tokens = 0;
+    for (size_t k = 0; k < m; k++) AddTo(draftBatch_, todo[i + k], static_cast<llama_pos>(mirror.size() + k), seq, i + k + 1 == todo.size());
+    if (llama_decode(draftCtx_, draftBatch_) != 0) return fail();
+    mirror.insert(mirror.end(), todo.begin() + static_cast<std::ptrdiff_t>(i), todo.begin() + static_cast<std::ptrdiff_t>(i + m));
+    i += m;
+  }
+  // Its greedy continuation (llama.cpp's draft sampler is greedy too), under the generation's
+  // grammar where one is active: the most likely token the grammar takes (looked for among the
+  // draft's 64 most likely, then 512, then 4,096), walked on a copy of the grammar's stacks.
+  // llama.cpp drafts without the grammar, so under one its drafts are mostly thrown away. A token
+  // the target's vocabulary lacks, one less likely than pMin, or none admitted among the 4,096,
+  // ends the draft.
+  const llama_vocab* vocab = model_->vocab;
+  const int32_t nTarget = llama_vocab_n_tokens(vocab);
+  const float pMin = job.params.draft.pMin;
+  grammar::GrammarState* state = job.sampler->mutableGrammarState();
+  llama_grammar* g = state != nullptr && !state->awaitingTrigger() ? state->SyncedLlamaGrammar() : nullptr;
+  llama_grammar_stacks savedStacks;
+  llama_partial_utf8 savedPartial{};
+  if (g != nullptr) {
+    savedStacks = g->stacks;
+    savedPartial = g->partial_utf8;
+  }
+  std::vector<int32_t> order;
+  auto admitted = [&](llama_token t) {
+    llama_token_data one{t, 1.0f, 0.0f};
+    llama_token_data_array array{&one, 1, -1, false};
+    llama_grammar_apply_impl(*g, &array);
+    return one.logit != -INFINITY;
+  };
+  try {
+    while (out->size() < room) {
+      const float* logits = llama_get_logits_ith(draftCtx_, -1);
+      if (logits == nullptr) break;
+      int32_t best = -1;
+      if (g == nullptr) {
+        float top = -INFINITY;
+        for (int32_t t = 0; t < draftVocab_; t++) {
+          if (logits[t] > top) {
+            top = logits[t];
+            best = t;
+          }
+        }
+      } else {
+        order.resize(static_cast<size_t>(draftVocab_));
+        for (int32_t t = 0; t < draftVocab_; t++) order[static_cast<size_t>(t)] = t;
+        const auto higher = [&](int32_t a, int32_t b) { return logits[a] > logits[b]; };
+        size_t done = 0;
+        for (size_t stage : {size_t{64}, size_t{512}, size_t{4096}}) {
+          const size_t k = std::min(stage, order.size());
+          // the next ranks, sorted (the ones before are sorted and rejected already)
+          std::partial_sort(order.begin() + static_cast<std::ptrdiff_t>(done), order.begin() + static_cast<std::ptrdiff_t>(k), order.end(), higher);
+          for (size_t i = done; i < k && best < 0; i++) {
+            if (order[i] < nTarget && admitted(order[i])) best = order[i];
+          }
+          done = k;
+          if (best >= 0 || k == order.size()) break;
+        }
+      }
+      if (best < 0 || best >= nTarget || !std::isfinite(logits[best])) break;
+      if (pMin > 0.0f) {
+        double sum = 0;
+        for (int32_t t = 0; t < draftVocab_; t++) sum += std::exp(static_cast<double>(logits[t] - logits[best]));
+        if (1.0 / sum < pMin) break;
+      }
+      if (g != nullptr) llama_grammar_accept_token(*g, best, vocab->token_to_piece(best));
+      out->push_back(best);
+      if (out->size() == room) break;  // the last one needs no logits
+      draftBatch_.n_tokens = 0;
+      AddTo(draftBatch_, best, static_cast<llama_pos>(mirror.size()), seq, true);
+      if (llama_decode(draftCtx_, draftBatch_) != 0) {
+        fail();
+        break;
+      }
+      mirror.push_back(best);
+    }
+  } catch (const std::exception&) {
+    // (accept throws when no stack survives; apply admitted the token, so this is defensive)
+  }
+  if (g != nullptr) {
+    g->stacks = std::move(savedStacks);
+    g->partial_utf8 = savedPartial;
+  }
+}
+
 void ContextCore::MakeDraft(GenerationJob& job) {
   const GenerationParams& p = job.params;
   if (p.draft.draftMax == 0 || needsCheckpoints_ || job.phase != GenerationJob::Phase::Generating || !job.forced.empty()) return;
@@ -114,7 +269,12 @@ void ContextCore::MakeDraft(GenerationJob& job) {
   room = std::min(room, sequenceSize_ > cached.size() + 1 ? sequenceSize_ - cached.size() - 1 : 0);
   if (p.maxTokens >= 0) room = std::min<size_t>(room, static_cast<size_t>(std::max<int64_t>(0, p.maxTokens - job.stats.generatedTokens)));
   if (room < std::max<uint32_t>(1, p.draft.draftMin)) return;
-  NgramDraft(cached, job.pending, p.draft, room, &job.draft);
+  if (p.draft.model) {
+    if (draftCtx_ == nullptr) return;
+    DraftFromModel(job, room, &job.draft);
+  } else {
+    NgramDraft(cached, job.pending, p.draft, room, &job.draft);
+  }
   // Never an end: an EOG or stop token ends the generation when sampled, nothing follows it.
   const llama_vocab* vocab = model_->vocab;
   for (size_t i = 0; i < job.draft.size(); i++) {

@@ -1,4 +1,5 @@
-// Prompt-lookup (n-gram) speculative decoding, no second model. After each sampled token the
+// Speculative decoding: prompt lookup (n-gram drafts, no second model) or a draft model (a second,
+// small GGUF with the same vocabulary, decoding its own greedy draft in a context of its own). After each sampled token the
 // sequence's history (prompt + output) is searched for the most recent earlier occurrence of its
 // last n tokens; the tokens that followed it there are the draft. The draft is decoded in the same
 // batch as the sampled token, with logits at every position, and kept as far as the target's own
@@ -13,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace lp {
@@ -26,7 +28,14 @@ struct DraftParams {
   uint32_t draftMin = 1;  // a shorter draft is not decoded
   uint32_t ngramMin = 2;  // the shortest suffix of the history looked up
   uint32_t ngramMax = 4;  // the longest (tried first)
+  bool model = false;     // draft with the context's draft model instead of prompt lookup
+  float pMin = 0.0f;      // draft model: stop where its greedy token is less likely than this
 };
+
+// Whether `draft` can draft for `target`: the same tokenizer type, BOS/EOS, and token texts (the
+// vocabularies may differ in size by 128 at most), as llama.cpp's common_speculative_are_compatible;
+// else false with the first difference in *why.
+bool DraftCompatible(const llama_model* target, const llama_model* draft, std::string* why);
 
 // The draft after `history` + `last`: for n from ngramMax down to ngramMin, the tokens that
 // followed the most recent earlier occurrence of the last n tokens, at most maxTokens of them; the

@@ -31,7 +31,9 @@ export const SERVE_USAGE = `llamapeg serve [options]
   --cors-origins LIST       allow browser requests from these origins only (comma-separated, e.g. https://app.example)
   --allow-request-templates accept chat_template in requests (default: 400; a template is code the server runs)
   --embeddings              serve POST /v1/embeddings (and /v1/rerank for a reranker) on the model, pooled as it declares (else mean)
-  --embedding-model PATH    the same on another GGUF (an embedding model or a reranker)`;
+  --embedding-model PATH    the same on another GGUF (an embedding model or a reranker)
+  --draft-model PATH        a small GGUF with the same vocabulary that drafts for the model: requests may then ask for
+                            speculative: {type: "draft"} (prompt lookup, {type: "ngram"}, needs no second model)`;
 
 export async function serveCommand(argv: string[]): Promise<void> {
   const { values, positionals } = parseFlags(
@@ -53,6 +55,7 @@ export async function serveCommand(argv: string[]): Promise<void> {
       "allow-request-templates": { type: "boolean" },
       embeddings: { type: "boolean" },
       "embedding-model": { type: "string" },
+      "draft-model": { type: "string" },
       help: { type: "boolean", short: "h" },
     },
     "serve",
@@ -93,10 +96,12 @@ export async function serveCommand(argv: string[]): Promise<void> {
   bar.done();
   const embeddingPath = stringFlag(values, "embedding-model");
   const embeddingModel = embeddingPath !== undefined ? await loadModel(embeddingPath) : values.embeddings === true ? model : undefined;
+  const draftPath = stringFlag(values, "draft-model");
+  const draftModel = draftPath !== undefined ? await loadModel(draftPath) : undefined;
   try {
     if (embeddingModel !== undefined) options.embeddings = embeddingModel.createEmbeddingContext(threads === undefined ? {} : { threads });
     // One context, one sequence per slot: its decode thread batches every generating slot per step.
-    const context = model.createContext({ contextSize, sequences: parallel, ...(threads === undefined ? {} : { threads }) });
+    const context = model.createContext({ contextSize, sequences: parallel, ...(threads === undefined ? {} : { threads }), ...(draftModel !== undefined ? { draftModel } : {}) });
     const slots: Sequence[] = Array.from({ length: parallel }, () => context.getSequence());
     const server = await startServer(slots, options);
     process.stderr.write(`llamapeg serve: ${summarizeModel(loadedModelFacts(model))} · ${parallel} slot${parallel === 1 ? "" : "s"}${apiKey !== undefined ? " · API key required" : ""}\n`);
@@ -110,6 +115,7 @@ export async function serveCommand(argv: string[]): Promise<void> {
     await server.close();
   } finally {
     if (embeddingModel !== model) embeddingModel?.dispose();
+    draftModel?.dispose();
     model.dispose();
   }
 }

@@ -62,6 +62,13 @@ export interface ContextOptions {
    * Default 1024.
    */
   checkpointInterval?: number;
+  /**
+   * A small model with the same vocabulary that drafts for this one: generations with
+   * `speculative: {type: "draft"}` decode its greedy continuation in one batch and keep what the
+   * sampler itself produces (docs/speculative.md). It gets a context of its own beside this one
+   * (the same cells); disposing it disposes this context too. Default: none.
+   */
+  draftModel?: Model;
 }
 
 const RANDOM_SEED = 0xffffffff;
@@ -80,6 +87,7 @@ const contextKeys = [
   "checkpoints",
   "checkpointMemoryMiB",
   "checkpointInterval",
+  "draftModel",
 ] as const;
 
 export class Context {
@@ -97,6 +105,8 @@ export class Context {
   /** The model's sliding window in tokens (0: none). */
   readonly slidingWindow: number;
   readonly swaFull: boolean;
+  /** The model drafting for this one (`draftModel`), or null. */
+  readonly draftModel: Model | null;
 
   #native: NativeContext | null;
   #own: Sequence | null = null;
@@ -104,8 +114,8 @@ export class Context {
   readonly #live = new Set<Sequence>();
   readonly #onDispose: () => void;
 
-  /** @internal use `model.createContext()` */
-  constructor(model: Model, nativeModel: NativeModel, options: ContextOptions | undefined, onDispose: () => void) {
+  /** @internal use `model.createContext()`; `draft`: the draft model's native handle (model.ts checks it) */
+  constructor(model: Model, nativeModel: NativeModel, options: ContextOptions | undefined, onDispose: () => void, draft?: { model: Model; native: NativeModel }) {
     const o = optionalObject(options, "options");
     checkKeys(o, contextKeys, "createContext options");
     if (model.vocabOnly) {
@@ -131,9 +141,14 @@ export class Context {
     this.#contextShift = o.contextShift as ContextShift | undefined;
     this.model = model;
     this.#native = callNative(
-      () => nativeModel.createContext({ contextSize, sequences, kvUnified, batchSize, threads, threadsBatch, seed, swaFull, checkpoints, checkpointBytes, checkpointInterval }),
+      () =>
+        nativeModel.createContext({
+          contextSize, sequences, kvUnified, batchSize, threads, threadsBatch, seed, swaFull, checkpoints, checkpointBytes, checkpointInterval,
+          ...(draft !== undefined ? { draftModel: draft.native } : {}),
+        }),
       model.path,
     );
+    this.draftModel = draft?.model ?? null;
     const info = this.#native.info();
     this.contextSize = info.contextSize;
     this.sequences = info.sequences;

@@ -229,8 +229,19 @@ export class Model {
 
   createContext(options?: ContextOptions): Context {
     const native = this.#live();
-    const context = new Context(this, native, options, () => this.#contexts.delete(context));
+    const draftOption = (options as { draftModel?: unknown } | undefined)?.draftModel;
+    let draft: { model: Model; native: NativeModel } | undefined;
+    if (draftOption !== undefined && draftOption !== null) {
+      if (!(draftOption instanceof Model)) throw new ArgumentTypeError("draftModel must be a Model (loadModel())");
+      draft = { model: draftOption, native: draftOption.#live() };
+    }
+    // The context is disposed with either model: it holds a context of the draft model too.
+    const context: Context = new Context(this, native, options, () => {
+      this.#contexts.delete(context);
+      if (draft !== undefined) draft.model.#contexts.delete(context);
+    }, draft);
     this.#contexts.add(context);
+    if (draft !== undefined) draft.model.#contexts.add(context);
     return context;
   }
 

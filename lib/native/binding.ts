@@ -51,6 +51,8 @@ export interface NativeContextOptions {
   seed: number;
   /** Full-size sliding-window cache (llama.cpp's swa_full). */
   swaFull?: boolean;
+  /** A model drafting for this one (speculative decoding, `speculative: {type: "draft"}`). */
+  draftModel?: NativeModel;
   /** State checkpoints kept per sequence for memories that cannot trim (0: none). */
   checkpoints?: number;
   /** Bytes all checkpoints of the context may take. */
@@ -111,8 +113,8 @@ export interface NativeGenerateOptions {
   grammarFirst: boolean;
   /** Forced text decoded in one batch with the token before it (native/forced-tokens.h). */
   fastForward?: boolean;
-  /** Prompt-lookup speculative decoding (native/speculative.h); absent or null: off. */
-  speculative?: { draftMax: number; draftMin: number; ngramMin: number; ngramMax: number } | null;
+  /** Speculative decoding (native/speculative.h): prompt lookup, or (`model`) the context's draft model; absent or null: off. */
+  speculative?: { draftMax: number; draftMin: number; ngramMin: number; ngramMax: number; model: boolean; pMin: number } | null;
   /** Reasoning budget (native/reasoning-budget.h): token sequences of the markers; absent or null: off. */
   reasoningBudget?: { tokens: number; start: Int32Array[]; end: Int32Array[]; forced: Int32Array; open: boolean } | null;
   /** A full sequence drops old tokens (keeping the first `contextShiftKeep`) instead of stopping. */

@@ -23,9 +23,11 @@ const SPECULATIVE_KEYS: Record<string, keyof SpeculativeOptions> = {
   draft_min: "draftMin",
   ngram_min: "ngramMin",
   ngram_max: "ngramMax",
+  p_min: "pMin",
 };
 
-const RANGES: Record<string, [number, number]> = { draft_max: [1, 256], draft_min: [1, 256], ngram_min: [1, 16], ngram_max: [1, 16] };
+/** [min, max, integer] */
+const RANGES: Record<string, [number, number, boolean]> = { draft_max: [1, 256, true], draft_min: [1, 256, true], ngram_min: [1, 16, true], ngram_max: [1, 16, true], p_min: [0, 1, false] };
 
 /** Reads `fast_forward` and `speculative` (null is absent); a bad value is a 400 naming the field. */
 export function decodingFromRequest(r: Record<string, unknown>): RequestDecoding {
@@ -36,21 +38,23 @@ export function decodingFromRequest(r: Record<string, unknown>): RequestDecoding
 
 function speculativeOf(v: unknown): SpeculativeOptions | undefined {
   if (v === undefined || v === null || v === false) return undefined;
-  if (typeof v !== "object" || Array.isArray(v)) invalidRequest("speculative", 'expected false or {type: "ngram", draft_max?, draft_min?, ngram_min?, ngram_max?}');
+  if (typeof v !== "object" || Array.isArray(v)) invalidRequest("speculative", 'expected false or {type: "ngram" | "draft", draft_max?, draft_min?, ngram_min?, ngram_max?, p_min?}');
   const o = v as Record<string, unknown>;
   const out: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(o)) {
     if (!Object.hasOwn(SPECULATIVE_KEYS, key)) invalidRequest(`speculative.${key}`, `unknown field (expected ${Object.keys(SPECULATIVE_KEYS).join(", ")})`);
     if (value === undefined || value === null) continue;
     if (key === "type") {
-      if (value !== "ngram") invalidRequest("speculative.type", `expected "ngram" (prompt lookup), got ${JSON.stringify(value)}`);
+      if (value !== "ngram" && value !== "draft") invalidRequest("speculative.type", `expected "ngram" (prompt lookup) or "draft" (the context's draft model), got ${JSON.stringify(value)}`);
     } else {
-      const [min, max] = RANGES[key]!;
-      if (typeof value !== "number" || !Number.isInteger(value) || value < min || value > max) invalidRequest(`speculative.${key}`, `expected an integer in [${min}, ${max}], got ${JSON.stringify(value)}`);
+      const [min, max, integer] = RANGES[key]!;
+      if (typeof value !== "number" || !Number.isFinite(value) || (integer && !Number.isInteger(value)) || value < min || value > max) {
+        invalidRequest(`speculative.${key}`, `expected ${integer ? "an integer" : "a number"} in [${min}, ${max}], got ${JSON.stringify(value)}`);
+      }
     }
     out[SPECULATIVE_KEYS[key]!] = value;
   }
-  if (out.type === undefined) invalidRequest("speculative.type", 'required: "ngram"');
+  if (out.type === undefined) invalidRequest("speculative.type", 'required: "ngram" or "draft"');
   // the defaults and the checks between fields are generate()'s (one table of defaults)
   try {
     resolveSpeculative(out);

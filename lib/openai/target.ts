@@ -116,6 +116,9 @@ export interface CompletionTarget {
 export interface TokenGenerator {
   readonly model: Model;
   generate(prompt: ArrayLike<number>, options?: GenerateOptions): TargetGeneration;
+  /** A Context's draft model (a Sequence's is its context's): `speculative: {type: "draft"}` needs one. */
+  readonly draftModel?: Model | null;
+  readonly context?: { readonly draftModel: Model | null };
 }
 
 export type CompletionTargetLike = CompletionTarget | TokenGenerator;
@@ -237,6 +240,9 @@ class TokenGeneratorTarget implements CompletionTarget {
       // The native sampler keeps only single tokens whole; llama.cpp skips the others too.
       preservedTokens: [...new Set([...request.preservedTokens.filter((t) => singleToken(model, t) !== null), ...(grammar?.preserve ?? [])])],
     };
+    if (request.speculative?.type === "draft" && (this.#generator.draftModel ?? this.#generator.context?.draftModel ?? null) === null) {
+      invalidRequest("speculative", 'type "draft" needs a context created with a draftModel (createContext({draftModel}), `llamapeg serve --draft-model`)');
+    }
     // A long prompt tokenizes on a native thread: the event loop keeps running meanwhile.
     const ids = await tokenizePromptAsync(model, request.prompt);
     return this.#generator.generate(ids, options);

@@ -120,11 +120,11 @@ export interface ChatCompletionRequest {
    */
   fast_forward?: boolean | null;
   /**
-   * llamapeg: prompt-lookup speculative decoding (docs/speculative.md): drafts from the prompt and
-   * the output, verified in one batch and checked by the grammar first. Default off. Not on
-   * llama-server targets (a 400 naming it).
+   * llamapeg: speculative decoding (docs/speculative.md): drafts from the prompt and the output
+   * ("ngram"), or from the context's draft model ("draft"), verified in one batch and checked by
+   * the grammar first. Default off. Not on llama-server targets (a 400 naming it).
    */
-  speculative?: { type: "ngram"; draft_max?: number; draft_min?: number; ngram_min?: number; ngram_max?: number } | false | null;
+  speculative?: { type: "ngram" | "draft"; draft_max?: number; draft_min?: number; ngram_min?: number; ngram_max?: number; p_min?: number } | false | null;
   /** llamapeg: aborts the generation. */
   signal?: AbortSignal;
 }

@@ -6,10 +6,13 @@
 // (every attn_output zeroed: the next token depends on the current one only, so text it wrote once
 // it writes again) gets its drafts accepted (the keep path). Under a grammar a draft never brings
 // in a token the grammar rejects.
+import { join } from "node:path";
+
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { loadModel, type Context, type GenerateOptions, type GeneratedToken, type Model } from "../../lib/llama/index.js";
 import { createChatCompletion, type ChatCompletionChunk } from "../../lib/openai/index.js";
+import { packageRoot } from "../../lib/native/binding.js";
 import { ensureTestModel } from "../../lib/test-model/index.js";
 import { scaledTestModel } from "../../lib/test-model/scaled.js";
 
@@ -231,4 +234,112 @@ describe("speculative decoding (ngram)", () => {
       expect(() => context.generate(prompt, { speculative } as never), JSON.stringify(speculative)).toThrow(expect.objectContaining({ code: "ERR_INVALID_ARGUMENT" }));
     }
   });
+});
+
+describe("speculative decoding (draft model)", () => {
+  // The same weights as a second model: its greedy drafts are the target's own choices (kept);
+  // the near-copy variant (attn_output scaled) agrees for some tokens (kept in part).
+  let twin: Model;
+  let twinContext: Context;
+  let nearDrafted: Context;
+  beforeAll(async () => {
+    const path = await ensureTestModel("tiny");
+    twin = await loadModel(path);
+    twinContext = model.createContext({ contextSize: 2048, threads: 1, draftModel: twin });
+    nearDrafted = model.createContext({ contextSize: 2048, threads: 1, draftModel: near });
+  }, 600_000);
+  afterAll(() => twin?.dispose());
+
+  const DRAFT = { type: "draft", draftMax: 6 } as const;
+
+  it("greedy: the same tokens and pieces with and without drafts, kept where the draft model agrees", async () => {
+    const prompt = chat(model, "List the files.");
+    const off = await run(context, prompt, { temperature: 0, maxTokens: 64 });
+    const same = await run(twinContext, prompt, { temperature: 0, maxTokens: 64, speculative: DRAFT });
+    expect(same.tokens).toEqual(off.tokens);
+    expect(same.items.map((i) => Buffer.from(i.piece).toString("hex"))).toEqual(off.items.map((i) => Buffer.from(i.piece).toString("hex")));
+    expect(same.stats.draftTokens).toBeGreaterThan(20);
+    expect(same.stats.draftAcceptedTokens! / same.stats.draftTokens!).toBeGreaterThan(0.8);
+    expect(twinContext.draftModel).toBe(twin);
+    // another model drafting: the output is still the target's, most of its drafts thrown away
+    const other = await run(nearDrafted, prompt, { temperature: 0, maxTokens: 64, speculative: DRAFT });
+    expect(other.tokens).toEqual(off.tokens);
+    expect(other.stats.draftTokens).toBeGreaterThan(0);
+    // maxTokens inside a draft; a second turn on the same cells (the draft context follows)
+    for (const maxTokens of [1, 5, 13]) {
+      const cut = await run(twinContext, prompt, { temperature: 0, maxTokens, speculative: DRAFT });
+      expect(cut.tokens).toEqual(off.tokens.slice(0, maxTokens));
+    }
+    const next = [...prompt, ...off.tokens.slice(0, 20), ...chat(model, "And again.")];
+    const nextOff = await run(context, next, { temperature: 0, maxTokens: 32 });
+    const nextOn = await run(twinContext, next, { temperature: 0, maxTokens: 32, speculative: DRAFT });
+    expect(nextOn.tokens).toEqual(nextOff.tokens);
+  }, 300_000);
+
+  it("seeded sampling and a grammar: the same tokens; a draft the grammar rejects is never taken", async () => {
+    const prompt = chat(model, 'Edit {"path": "a/b.txt"}');
+    for (const seed of [1, 2]) {
+      const base = { temperature: 0.7, seed, maxTokens: 40 } as const;
+      expect((await run(twinContext, prompt, { ...base, speculative: DRAFT })).tokens).toEqual((await run(context, prompt, base)).tokens);
+    }
+    const gbnf = 'root ::= "{\\"path\\": \\"" [a-z/.]{1,20} "\\", \\"content\\": \\"" [^"\\\\]{0,60} "\\"}"';
+    const off = await run(context, prompt, { temperature: 0, maxTokens: 90, grammar: { gbnf } });
+    const on = await run(twinContext, prompt, { temperature: 0, maxTokens: 90, grammar: { gbnf }, speculative: DRAFT });
+    expect(on.tokens).toEqual(off.tokens);
+    expect(on.stats.draftAcceptedTokens).toBeGreaterThan(0);
+    const ff = await run(context, prompt, { temperature: 0, maxTokens: 90, grammar: { gbnf }, fastForward: true });
+    const ffd = await run(twinContext, prompt, { temperature: 0, maxTokens: 90, grammar: { gbnf }, fastForward: true, speculative: DRAFT });
+    expect(ffd.tokens).toEqual(ff.tokens);
+  }, 300_000);
+
+  it("two sequences at once, each drafting: each its own greedy output", async () => {
+    const p1 = chat(model, "First.");
+    const p2 = chat(model, "Second, longer question here.");
+    const solo = [(await run(context, p1, { temperature: 0, maxTokens: 30 })).tokens, (await run(context, p2, { temperature: 0, maxTokens: 30 })).tokens];
+    const two = model.createContext({ contextSize: 1024, threads: 1, sequences: 2, batchSize: 16, draftModel: twin });
+    try {
+      const spec = { temperature: 0, maxTokens: 30, speculative: DRAFT } as const;
+      const [a, b] = await Promise.all([two.getSequence().generate(p1, spec).result(), two.getSequence().generate(p2, spec).result()]);
+      expect(a.tokens).toEqual(solo[0]);
+      expect(b.tokens).toEqual(solo[1]);
+      expect(a.stats.draftAcceptedTokens).toBeGreaterThan(0);
+    } finally {
+      two.dispose();
+    }
+  }, 300_000);
+
+  it("a chat completion asks for it by name; without a draft model it is a 400 naming speculative", async () => {
+    const request = { messages: [{ role: "user" as const, content: "List the files." }], temperature: 0, max_tokens: 24 };
+    const plain = await createChatCompletion(context, request);
+    const drafted = await createChatCompletion(twinContext, { ...request, speculative: { type: "draft", draft_max: 4 } });
+    expect(drafted.choices[0].message).toEqual(plain.choices[0].message);
+    expect(drafted.llamapeg.decoding!.draft_accepted_tokens).toBeGreaterThan(0);
+    await expect(createChatCompletion(context, { ...request, speculative: { type: "draft" } })).rejects.toMatchObject({ code: "ERR_INVALID_REQUEST", where: "speculative" });
+  }, 300_000);
+
+  it("refusals: no draft model, another vocabulary, a recurrent draft model, bad options; disposing the draft model disposes the context", async () => {
+    expect(() => context.generate(chat(model, "x"), { speculative: { type: "draft" } })).toThrow(expect.objectContaining({ code: "ERR_INVALID_ARGUMENT" }));
+    expect(() => context.generate(chat(model, "x"), { speculative: { type: "draft", ngramMin: 2 } } as never)).toThrow(expect.objectContaining({ code: "ERR_INVALID_ARGUMENT" }));
+    expect(() => context.generate(chat(model, "x"), { speculative: { type: "ngram", pMin: 0.5 } } as never)).toThrow(expect.objectContaining({ code: "ERR_INVALID_ARGUMENT" }));
+    expect(() => model.createContext({ draftModel: {} as never })).toThrow(expect.objectContaining({ code: "ERR_INVALID_ARGUMENT" }));
+    const phi = await loadModel(await ensureTestModel("tiny", { vocabPath: join(packageRoot, "vendor", "llama.cpp", "models", "ggml-vocab-phi-3.gguf") }));
+    const lfm2 = await loadModel(await ensureTestModel("tiny", { overrides: { architecture: "lfm2" } }));
+    const vocabOnly = await loadModel(await ensureTestModel("tiny"), { vocabOnly: true });
+    try {
+      expect(() => model.createContext({ draftModel: phi })).toThrow(/draftModel cannot draft for this model/);
+      expect(() => model.createContext({ draftModel: lfm2 })).toThrow(/cannot roll back/);
+      expect(() => model.createContext({ draftModel: vocabOnly })).toThrow(/vocabOnly/);
+    } finally {
+      phi.dispose();
+      lfm2.dispose();
+      vocabOnly.dispose();
+    }
+    const spare = await loadModel(await ensureTestModel("tiny"));
+    const ctx = model.createContext({ contextSize: 512, threads: 1, draftModel: spare });
+    const g = ctx.generate(chat(model, "Go on and on."), { temperature: 0, maxTokens: 200, speculative: DRAFT });
+    spare.dispose();
+    expect(ctx.disposed).toBe(true);
+    expect((await g.result()).stats.stopReason).toBe("abort");
+    expect(() => model.createContext({ draftModel: spare })).toThrow(expect.objectContaining({ code: "ERR_DISPOSED" }));
+  }, 300_000);
 });
