@@ -42,6 +42,16 @@ struct ContextConfig {
   std::shared_ptr<ModelCore> draftModel;  // speculative decoding with a draft model (speculative.h); null: none
 };
 
+// One token into a batch (one sequence; logits or not), as llama.cpp's common_batch_add.
+inline void BatchAdd(llama_batch& batch, llama_token token, llama_pos pos, int32_t seq, bool logits) {
+  const int32_t i = batch.n_tokens++;
+  batch.token[i] = token;
+  batch.pos[i] = pos;
+  batch.n_seq_id[i] = 1;
+  batch.seq_id[i][0] = seq;
+  batch.logits[i] = logits ? 1 : 0;
+}
+
 class ContextCore : public Stoppable, public std::enable_shared_from_this<ContextCore> {
  public:
   // JS thread. Creates the llama_context and starts the loop; nullptr with *error on failure.

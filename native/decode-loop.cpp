@@ -404,14 +404,7 @@ void ContextCore::Step(std::vector<std::shared_ptr<GenerationJob>>& active) {
   Decode();
 }
 
-void ContextCore::Add(llama_token token, llama_pos pos, int32_t seq, bool logits) {
-  int32_t i = batch_.n_tokens++;
-  batch_.token[i] = token;
-  batch_.pos[i] = pos;
-  batch_.n_seq_id[i] = 1;
-  batch_.seq_id[i][0] = seq;
-  batch_.logits[i] = logits ? 1 : 0;
-}
+void ContextCore::Add(llama_token token, llama_pos pos, int32_t seq, bool logits) { BatchAdd(batch_, token, pos, seq, logits); }
 
 void ContextCore::Decode() {
   governor_.Apply(ctx_, threads_, threadsBatch_);

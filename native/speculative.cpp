@@ -134,19 +134,6 @@ void ContextCore::VerifyDraft(GenerationJob& job) {
   if (!llama_memory_seq_rm(mem, job.seq, static_cast<llama_pos>(cached.size()), -1)) ForgetCells(job.seq);
 }
 
-namespace {
-
-void AddTo(llama_batch& batch, llama_token token, llama_pos pos, int32_t seq, bool logits) {
-  const int32_t i = batch.n_tokens++;
-  batch.token[i] = token;
-  batch.pos[i] = pos;
-  batch.n_seq_id[i] = 1;
-  batch.seq_id[i][0] = seq;
-  batch.logits[i] = logits ? 1 : 0;
-}
-
-}  // namespace
-
 void ContextCore::DraftFromModel(GenerationJob& job, size_t room, std::vector<llama_token>* out) {
   out->clear();
   const int32_t seq = job.seq;
@@ -174,7 +161,7 @@ void ContextCore::DraftFromModel(GenerationJob& job, size_t room, std::vector<ll
   for (size_t i = 0; i < todo.size();) {
     const size_t m = std::min<size_t>(todo.size() - i, batchSize_);
     draftBatch_.n_tokens = 0;
-    for (size_t k = 0; k < m; k++) AddTo(draftBatch_, todo[i + k], static_cast<llama_pos>(mirror.size() + k), seq, i + k + 1 == todo.size());
+    for (size_t k = 0; k < m; k++) BatchAdd(draftBatch_, todo[i + k], static_cast<llama_pos>(mirror.size() + k), seq, i + k + 1 == todo.size());
     if (llama_decode(draftCtx_, draftBatch_) != 0) return fail();
     mirror.insert(mirror.end(), todo.begin() + static_cast<std::ptrdiff_t>(i), todo.begin() + static_cast<std::ptrdiff_t>(i + m));
     i += m;
@@ -242,7 +229,7 @@ void ContextCore::DraftFromModel(GenerationJob& job, size_t room, std::vector<ll
       out->push_back(best);
       if (out->size() == room) break;  // the last one needs no logits
       draftBatch_.n_tokens = 0;
-      AddTo(draftBatch_, best, static_cast<llama_pos>(mirror.size()), seq, true);
+      BatchAdd(draftBatch_, best, static_cast<llama_pos>(mirror.size()), seq, true);
       if (llama_decode(draftCtx_, draftBatch_) != 0) {
         fail();
         break;
