@@ -120,7 +120,10 @@ describe("bad values", () => {
     const cases: Array<[Partial<Whole>, string]> = [
       [{ fast_forward: "yes" as never }, "fast_forward"],
       [{ speculative: true as never }, "speculative"],
-      [{ speculative: { type: "draft" } as never }, "speculative.type"],
+      [{ speculative: { type: "beam" } as never }, "speculative.type"],
+      // (a valid type, but this context has no draft model)
+      [{ speculative: { type: "draft" } }, "speculative"],
+      [{ speculative: { type: "draft", p_min: 2 } }, "speculative.p_min"],
       [{ speculative: { draft_max: 4 } as never }, "speculative.type"],
       [{ speculative: { type: "ngram", draft_max: 0 } }, "speculative.draft_max"],
       [{ speculative: { type: "ngram", draft_max: 1.5 } }, "speculative.draft_max"],
