@@ -2,14 +2,16 @@
  * The interactive loop of `llamapeg chat`, the way an agent runtime drives a model: the user's
  * line, the model's turn, and when it calls tools, their results as `tool` messages and the
  * model's next turn, until it answers without calls. The demo tools answer with canned results;
- * with the user's own tools the user types each result (an empty line skips it).
+ * with the user's own tools the user types each result (an empty line skips it). With `resume`
+ * (`--resume FILE`) the chat starts from a saved one and is saved when it ends (chat-session-file.ts).
  */
 import { createInterface, type Interface } from "node:readline/promises";
 
 import type { ChatMessage } from "../chat/messages.js";
 import { LlamapegError, type LlamapegErrorCode } from "../errors.js";
-import type { Context } from "../llama/index.js";
+import type { Context, Sequence } from "../llama/index.js";
 import type { ChatCompletionMessage, ChatCompletionRequest } from "../openai/index.js";
+import { resumeChat, saveChat, stateFileOf } from "./chat-session-file.js";
 import { runTurn, type TurnOptions } from "./chat-turn.js";
 import { answerDemoCall, type ToolResultMessage } from "./demo-tools.js";
 import { styleFor } from "./style.js";
@@ -81,12 +83,15 @@ export function dropOldestTurn(messages: Message[], current: number): number {
   return next - first;
 }
 
-/** Runs until the user ends the chat; returns the conversation. */
+/**
+ * Runs until the user ends the chat; returns the conversation. `resume`: a session file to start
+ * from (when it exists) and to save to at the end; it needs a Sequence (its state is saved too).
+ */
 export async function interactiveChat(
-  context: Context,
+  context: Context | Sequence,
   base: Omit<ChatCompletionRequest, "messages">,
   turnOptions: TurnOptions,
-  o: { askForResults: boolean; io?: ChatIO },
+  o: { askForResults: boolean; io?: ChatIO; resume?: { path: string; sequence: Sequence } },
 ): Promise<Message[]> {
   const note = styleFor(process.stderr);
   let current: AbortController | null = null;
@@ -96,6 +101,15 @@ export async function interactiveChat(
     return true;
   });
   const messages: Message[] = [];
+  if (o.resume !== undefined) {
+    const saved = await resumeChat<Message>(o.resume.path, o.resume.sequence);
+    if (saved !== null) {
+      messages.push(...saved.messages);
+      const state = "loaded" in saved.state ? `${saved.state.loaded} tokens ready` : "missing" in saved.state ? `no ${stateFileOf(o.resume.path)}: the history is decoded again` : `state not loaded (${saved.state.refused}): the history is decoded again`;
+      process.stderr.write(`${note.dim(`[resumed ${saved.messages.length} messages from ${o.resume.path}; ${state}]`)}
+`);
+    }
+  }
 
   const results = async (calls: NonNullable<ChatCompletionMessage["tool_calls"]>): Promise<ToolResultMessage[] | null> => {
     const out: ToolResultMessage[] = [];
@@ -162,5 +176,10 @@ export async function interactiveChat(
     }
   } finally {
     prompter.close();
+    if (o.resume !== undefined) {
+      await saveChat(o.resume.path, o.resume.sequence, messages);
+      process.stderr.write(`${note.dim(`[saved ${messages.length} messages to ${o.resume.path}]`)}
+`);
+    }
   }
 }

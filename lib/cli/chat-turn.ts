@@ -1,7 +1,7 @@
 /** One streamed turn of `llamapeg chat`: the deltas as they come, then the message and the timings. */
 import { writeFileSync } from "node:fs";
 
-import type { Context } from "../llama/index.js";
+import type { Context, Sequence } from "../llama/index.js";
 import { createChatCompletion, type ChatCompletion, type ChatCompletionRequest } from "../openai/index.js";
 import { styleFor } from "./style.js";
 
@@ -13,7 +13,7 @@ export interface TurnOptions {
   showMessage: boolean;
 }
 
-export async function runTurn(context: Context, request: ChatCompletionRequest, o: TurnOptions): Promise<ChatCompletion> {
+export async function runTurn(context: Context | Sequence, request: ChatCompletionRequest, o: TurnOptions): Promise<ChatCompletion> {
   const out = process.stdout;
   const style = styleFor(out);
   const note = styleFor(process.stderr);

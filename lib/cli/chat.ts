@@ -43,7 +43,9 @@ export const CHAT_USAGE = `llamapeg chat [options]
   --temperature T       default 0.8 (0 = greedy)
   --seed N              default random
   --threads N           compute threads (default: all cores)
-  --context-size N      default 4096`;
+  --context-size N      default 4096
+  --resume FILE         interactive: start from the chat saved in FILE (when it exists) and save it there
+                        when the chat ends (FILE.state keeps the model's state: the next run decodes only what is new)`;
 
 function toolChoiceOf(value: string, tools: ChatTool[]): ToolChoice {
   if (value === "auto" || value === "required" || value === "none") return value;
@@ -88,6 +90,7 @@ export async function chatCommand(argv: string[]): Promise<void> {
       seed: { type: "string" },
       threads: { type: "string" },
       "context-size": { type: "string" },
+      resume: { type: "string" },
       help: { type: "boolean", short: "h" },
     },
     "chat",
@@ -120,6 +123,7 @@ export async function chatCommand(argv: string[]): Promise<void> {
   // The prompt: --prompt, else piped standard input, else interactive.
   let prompt = stringFlag(values, "prompt");
   const interactive = prompt === undefined && process.stdin.isTTY === true;
+  if (values.resume !== undefined && !interactive) throw new UsageError("--resume is for the interactive chat (no --prompt, a terminal on standard input)", "chat");
   if (prompt === undefined && !interactive) {
     const piped = (await readStdin()).trim();
     prompt = piped === "" ? DEMO_PROMPT : piped;
@@ -136,7 +140,12 @@ export async function chatCommand(argv: string[]): Promise<void> {
       await runTurn(context, { ...base, messages: [{ role: "user", content: prompt! }] }, turnOptions);
       return;
     }
-    await interactiveChat(context, base, { ...turnOptions, showMessage: false }, { askForResults: toolsPath !== undefined && tools.length > 0 });
+    const resume = stringFlag(values, "resume");
+    const sequence = resume !== undefined ? context.getSequence() : undefined;
+    await interactiveChat(sequence ?? context, base, { ...turnOptions, showMessage: false }, {
+      askForResults: toolsPath !== undefined && tools.length > 0,
+      ...(resume !== undefined ? { resume: { path: resume, sequence: sequence! } } : {}),
+    });
   } finally {
     model.dispose();
   }

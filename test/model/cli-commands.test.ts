@@ -88,6 +88,14 @@ describe("--calls-only", () => {
   });
 });
 
+describe("--resume", () => {
+  it("is for the interactive chat: with --prompt it is a usage error, before the model loads", async () => {
+    const e = await chatCommand(["--prompt", "hi", "--resume", "/nonexistent/chat.json"]).then(() => null, (x: unknown) => x);
+    expect(e).toBeInstanceOf(UsageError);
+    expect((e as Error).message).toMatch(/--resume is for the interactive chat/);
+  });
+});
+
 describe("the chat's context", () => {
   it("interactive: context shift on, so a reply goes on past a full context; one-shot: off", async () => {
     expect(chatContextOptions(256, 2, true)).toEqual({ contextSize: 256, contextShift: true, threads: 2 });

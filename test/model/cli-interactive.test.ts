@@ -120,3 +120,60 @@ describe("llamapeg chat, interactive", () => {
     }
   });
 });
+
+describe("llamapeg chat --resume", () => {
+  const turn = { json: false, stream: false, record: undefined, showMessage: false };
+  it("a chat saved at the end goes on in the next run from its messages and its state; a damaged state costs a re-decode, not the chat", async () => {
+    const { mkdtempSync, writeFileSync, readFileSync, rmSync } = await import("node:fs");
+    const { join } = await import("node:path");
+    const { tmpdir } = await import("node:os");
+    const dir = mkdtempSync(join(tmpdir(), "llamapeg-resume-"));
+    const path = join(dir, "chat.json");
+    const plain = { max_tokens: 12, temperature: 0 };
+    try {
+      const first = model.createContext({ contextSize: 2048, threads: 2 });
+      const s1 = first.getSequence();
+      let log = quiet();
+      const one = await interactiveChat(s1, plain, turn, { askForResults: false, io: user([{ when: /> $/, type: "First question." }, { when: /> $/, type: "/exit" }]), resume: { path, sequence: s1 } });
+      vi.restoreAllMocks();
+      expect(one.map((m) => m.role), log.stderr).toEqual(["user", "assistant"]);
+      expect(log.stderr).toMatch(/saved 2 messages/);
+      const held = s1.tokens.length;
+      first.dispose();
+      expect(JSON.parse(readFileSync(path, "utf8")).messages).toEqual(JSON.parse(JSON.stringify(one)));
+
+      // a new context: the state is loaded before the first line, the messages go on
+      const second = model.createContext({ contextSize: 2048, threads: 2 });
+      const s2 = second.getSequence();
+      log = quiet();
+      const io = user([{ when: /> $/, type: "Second question." }, { when: /> $/, type: "/exit" }]);
+      const two = await interactiveChat(s2, plain, turn, { askForResults: false, io, resume: { path, sequence: s2 } });
+      vi.restoreAllMocks();
+      expect(log.stderr).toMatch(new RegExp(`resumed 2 messages from .*; ${held} tokens ready`));
+      expect(two.map((m) => m.role)).toEqual(["user", "assistant", "user", "assistant"]);
+      expect(two.slice(0, 2)).toEqual(one);
+      second.dispose();
+
+      // a damaged state file: the chat resumes from the messages alone
+      writeFileSync(`${path}.state`, "not a state");
+      const third = model.createContext({ contextSize: 2048, threads: 2 });
+      const s3 = third.getSequence();
+      log = quiet();
+      const three = await interactiveChat(s3, plain, turn, { askForResults: false, io: user([{ when: /> $/, type: "/exit" }]), resume: { path, sequence: s3 } });
+      vi.restoreAllMocks();
+      expect(log.stderr).toMatch(/state not loaded \(ERR_STATE_INVALID/);
+      expect(three).toEqual(two);
+      third.dispose();
+
+      // not a session file: a coded error naming it, before anything runs
+      writeFileSync(path, "{}");
+      const fourth = model.createContext({ contextSize: 512, threads: 1 });
+      const s4 = fourth.getSequence();
+      await expect(interactiveChat(s4, plain, turn, { askForResults: false, io: user([]), resume: { path, sequence: s4 } })).rejects.toMatchObject({ code: "ERR_INVALID_ARGUMENT", where: path });
+      fourth.dispose();
+    } finally {
+      vi.restoreAllMocks();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 300_000);
+});
