@@ -113,6 +113,46 @@ export function buildRepetition(item: string, min: number, max: number, separato
   return min === 0 ? `(${result})?` : result;
 }
 
+/**
+ * The largest count one `{m,n}` may carry: llama.cpp's parser refuses a repetition whose count
+ * times the rules repeated reaches 2,000 (MAX_REPETITION_THRESHOLD), and reads a larger maximum
+ * as none.
+ */
+const BLOCK = 1999;
+
+/** Adds a rule with this body and returns its name (blocks are rules: a group would multiply the count). */
+export type BlockRule = (body: string) => string;
+
+/** `item` exactly `n` times, in blocks of BLOCK where `n` is larger ("" for none). */
+function exactly(item: string, n: number, block: BlockRule): string {
+  if (n <= BLOCK) return n === 0 ? "" : n === 1 ? item : `${item}{${n}}`;
+  return [exactly(block(`${item}{${BLOCK}}`), Math.floor(n / BLOCK), block), exactly(item, n % BLOCK, block)].filter((x) => x !== "").join(" ");
+}
+
+/**
+ * `item` 0..n times for any n. Above the parser's limit, as blocks B = item{K}: with n = qK + r,
+ * `B{0,q-1} item{0,K-1} | B{q} item{0,r}`. The alternatives cover counts below qK and from qK on,
+ * and within each a count splits into blocks one way only, so the grammar stays unambiguous (a
+ * few parse stacks, not one per split).
+ */
+function upTo(item: string, n: number, block: BlockRule): string {
+  if (n <= BLOCK) return buildRepetition(item, 0, n);
+  const b = block(`${item}{${BLOCK}}`);
+  const q = Math.floor(n / BLOCK);
+  const seq = (...parts: string[]): string => parts.filter((x) => x !== "").join(" ") || '""';
+  return `(${seq(upTo(b, q - 1, block), buildRepetition(item, 0, BLOCK - 1))} | ${seq(exactly(b, q, block), buildRepetition(item, 0, n % BLOCK))})`;
+}
+
+/**
+ * {@link buildRepetition} without a separator, for any counts (default mode: a count the grammar
+ * parser cannot take in one `{m,n}` is composed of blocks rather than refused).
+ */
+export function longRepetition(item: string, min: number, max: number, block: BlockRule): string {
+  if (min <= BLOCK && (max === Infinity || max <= BLOCK)) return buildRepetition(item, min, max);
+  if (max === Infinity) return [exactly(item, min, block), `${item}*`].join(" ");
+  return [exactly(item, min, block), upTo(item, max - min, block)].filter((x) => x !== "").join(" ") || '""';
+}
+
 export class RuleSet {
   private rules = new Map<string, string>();
 
@@ -123,6 +163,10 @@ export class RuleSet {
 
   has(name: string): boolean {
     return this.rules.has(name);
+  }
+
+  get(name: string): string | undefined {
+    return this.rules.get(name);
   }
 
   /** Store `body` under (a sanitized, possibly suffixed) `name`; returns the name used. */
