@@ -9,10 +9,16 @@
 import { jsonDump, pointerJoin } from "./literal.js";
 import { ASSERTION_KEYWORDS, isVacuous, typeOfValue, valueHasType, type JsonType } from "./keywords.js";
 import { MergeConflict, mergeSchemas } from "./merge.js";
-import { Normalizer, type Property, type SchemaNode } from "./normalize.js";
-import { MAX_REPETITION } from "./pattern.js";
+import { Normalizer, type Member, type Property, type SchemaNode } from "./normalize.js";
 import { FORMAT_PATTERNS, UNSUPPORTED_FORMATS } from "./formats.js";
 import { numberRangeRule } from "./number-range.js";
+import { ValueValidator, enumeratedValues } from "./validate-value.js";
+import { Disjointness } from "./disjoint.js";
+import { keyRegions, stringSchemaDfa, type KeyRegion } from "./key-regions.js";
+import { InvalidPattern, UnsupportedPattern } from "./pattern.js";
+import { patternDfa } from "./regex-gbnf.js";
+import type { RefTable } from "./refs.js";
+import type { Reporter } from "./report.js";
 
 type Json = Record<string, unknown>;
 const isObject = (v: unknown): v is Json => typeof v === "object" && v !== null && !Array.isArray(v);
@@ -34,6 +40,8 @@ const FORBIDDEN: unique symbol = Symbol("forbidden keys");
 /** Most alternatives uniqueItems over an enum may enumerate, and dependentRequired may split into. */
 const MAX_UNIQUE_SEQUENCES = 200;
 const MAX_DEPENDENCY_BRANCHES = 8;
+/** Most keys a oneOf split by required sets may name (2^n branches). */
+const MAX_SPLIT_KEYS = 5;
 const ALL_TYPES: JsonType[] = ["string", "number", "boolean", "null", "array", "object"];
 
 /** Keywords a literal value is checked against (valuesNode). */
@@ -51,6 +59,13 @@ function safeTest(pattern: string, s: string): boolean | null {
 export class DefaultNormalizer extends Normalizer {
   /** Refs being inlined for a merge (a recursive ref with siblings cannot be). */
   private readonly inlining = new Set<string>();
+  private readonly values = new ValueValidator(this.refs);
+  private readonly disjointness: Disjointness;
+
+  constructor(refs: RefTable, report: Reporter, private readonly dotall = false) {
+    super(refs, report);
+    this.disjointness = new Disjointness(refs, this.values, dotall);
+  }
 
   protected override node(raw: unknown, where: string): SchemaNode {
     if (raw === true) return { kind: "any-value" };
@@ -67,6 +82,12 @@ export class DefaultNormalizer extends Normalizer {
       const { nullable: _, ...rest } = schema;
       schema = { anyOf: [rest, { type: "null" }] };
     }
+    // enumerated values: every keyword beside them is decided value by value
+    const listed = enumeratedValues(schema, this.refs);
+    if (listed !== null) {
+      const node = this.listedNode(schema, listed, where);
+      if (node !== null) return node;
+    }
     schema = this.merged(schema, where);
     if (has(schema, "not") && !has(schema, "const") && !has(schema, "enum") && !has(schema, "$ref") && !has(schema, "anyOf") && !has(schema, "oneOf")) {
       const r = this.withoutNot(schema, where);
@@ -81,24 +102,51 @@ export class DefaultNormalizer extends Normalizer {
     }
     for (const key of ["anyOf", "oneOf"]) {
       if (!has(schema, key)) continue;
-      const alts = this.nonEmptyArray(schema[key], pointerJoin(where, key));
-      if (key === "oneOf" && !this.disjoint(alts)) {
-        this.report.unsupported("oneOf", "oneOf whose alternatives may overlap (only one may match) is not supported", pointerJoin(where, key));
+      let alts = this.nonEmptyArray(schema[key], pointerJoin(where, key));
+      if (key === "oneOf" && !alts.every((x, i) => alts.every((y, j) => j <= i || this.disjointness.disjoint(x, y)))) {
+        const split = this.requiredSplit(alts);
+        if (split === null) this.report.unsupported("oneOf", "oneOf whose alternatives may overlap (only one may match) is not supported", pointerJoin(where, key));
+        else if (split.length === 0) return { kind: "never", keyword: "oneOf", where: pointerJoin(where, key), reason: "every object the oneOf admits satisfies several of its required sets" };
+        else alts = split;
       }
-      return { kind: "union", alternatives: alts.map((a, i) => this.normalize(a, pointerJoin(pointerJoin(where, key), i))) };
+      return this.union(alts.map((a, i) => this.normalize(a, pointerJoin(pointerJoin(where, key), i))), key, pointerJoin(where, key));
     }
     if (has(schema, "const") || has(schema, "enum")) return this.valuesNode(schema, where);
 
     const branches = this.dependencyBranches(schema, where);
-    if (branches !== null) return { kind: "union", alternatives: branches.map((b) => this.normalize(b, where)) };
+    if (branches !== null) return this.union(branches.map((b) => this.normalize(b, where)), "dependencies", where);
 
     const types = this.typesOf(schema);
     if (types === "any") {
       this.leftovers(schema, where, ["type"], "all", "on a schema without type");
       return { kind: "any-value" };
     }
-    const nodes = types.map((t) => this.typedNode(schema, t, where));
-    return nodes.length === 1 ? nodes[0]! : { kind: "union", alternatives: nodes };
+    return this.union(types.map((t) => this.typedNode(schema, t, where)), "type", where);
+  }
+
+  /** Alternatives that admit no value are dropped; none left is a `never`. */
+  private union(nodes: SchemaNode[], keyword: string, where: string): SchemaNode {
+    const alive = nodes.filter((n) => n.kind !== "never");
+    if (alive.length === 0) return nodes.length === 1 ? nodes[0]! : { kind: "never", keyword, where, reason: `no alternative of ${keyword} admits a value` };
+    return alive.length === 1 ? alive[0]! : { kind: "union", alternatives: alive };
+  }
+
+  /**
+   * A schema whose values are listed (enumeratedValues): the listed values that are valid against
+   * the whole schema, decided one by one; null when one of them cannot be decided here.
+   */
+  private listedNode(schema: Json, listed: unknown[], where: string): SchemaNode | null {
+    const kept: unknown[] = [];
+    for (const v of listed) {
+      const ok = this.values.validate(schema, v);
+      if (ok === null) return null;
+      if (ok) kept.push(v);
+    }
+    if (kept.length === 0) {
+      const keyword = has(schema, "const") ? "const" : has(schema, "enum") ? "enum" : "allOf";
+      return { kind: "never", keyword, where: pointerJoin(where, keyword), reason: "no value of const/enum satisfies the keywords beside it" };
+    }
+    return kept.length === 1 ? { kind: "const", value: kept[0] } : { kind: "enum", values: kept };
   }
 
   /**
@@ -274,37 +322,34 @@ export class DefaultNormalizer extends Normalizer {
     return Object.keys(s).some((k) => !except.includes(k) && ASSERTION_KEYWORDS.includes(k) && !isVacuous(k, s[k]));
   }
 
-  /** Alternatives that no value can match twice: different types, or different consts of one required property. */
-  private disjoint(alts: unknown[]): boolean {
-    const sig = alts.map((a) => {
-      const s = isObject(a) ? (this.inlinedOrNull(a) ?? a) : a;
-      if (!isObject(s)) return null;
-      const t = s["type"];
-      const types = typeof t === "string" ? [t === "integer" ? "number" : t] : null;
-      let tag: string | null = null;
-      if (isObject(s["properties"])) {
-        for (const [name, p] of Object.entries(s["properties"])) {
-          const req = Array.isArray(s["required"]) && s["required"].includes(name);
-          if (req && isObject(p) && (has(p, "const") || (Array.isArray(p["enum"]) && p["enum"].length === 1))) {
-            tag = `${name}\u0000${jsonDump(has(p, "const") ? p["const"] : (p["enum"] as unknown[])[0])}`;
-          }
-        }
-      }
-      const constTag = has(s, "const") ? jsonDump(s["const"]) : null;
-      return { types, tag, constTag };
-    });
-    for (let i = 0; i < sig.length; i++) {
-      for (let j = i + 1; j < sig.length; j++) {
-        const a = sig[i];
-        const b = sig[j];
-        if (a === null || b === null) return false;
-        if (a.types !== null && b.types !== null && a.types[0] !== b.types[0]) continue;
-        if (a.constTag !== null && b.constTag !== null && a.constTag !== b.constTag) continue;
-        if (a.tag !== null && b.tag !== null && a.tag.split("\u0000")[0] === b.tag.split("\u0000")[0] && a.tag !== b.tag) continue;
-        return false;
-      }
+  /**
+   * `oneOf` alternatives that differ only in `required` (after the keywords beside them are
+   * merged in): exactly one matches when the keys present satisfy exactly one required set. One
+   * branch per choice of present keys among those the sets name, the others forbidden; the
+   * branches are disjoint, so their union is exact (none: no value is valid, as a value that is
+   * no object satisfies every alternative). Null when the alternatives differ otherwise or name
+   * too many keys.
+   */
+  private requiredSplit(alts: unknown[]): Json[] | null {
+    const flat = alts.map((a) => (isObject(a) ? this.inlinedOrNull(a) : null));
+    if (!flat.every(isObject)) return null;
+    const objs = flat as Json[];
+    const shape = (o: Json): string => jsonDump(Object.fromEntries(Object.entries(o).filter(([k]) => k !== "required")));
+    if (!objs.every((o) => shape(o) === shape(objs[0]!) && (o["required"] === undefined || (Array.isArray(o["required"]) && o["required"].every((k) => typeof k === "string"))))) return null;
+    const sets = objs.map((o) => new Set((o["required"] as string[] | undefined) ?? []));
+    const common = [...sets[0]!].filter((k) => sets.every((s) => s.has(k)));
+    const keys = [...new Set(sets.flatMap((s) => [...s]))].filter((k) => !common.includes(k));
+    if (keys.length > MAX_SPLIT_KEYS) return null;
+    const { required: _, ...rest } = objs[0]!;
+    // (a value that is no object matches every alternative, so none is valid)
+    if (rest["type"] !== undefined && !(Array.isArray(rest["type"]) ? rest["type"] : [rest["type"]]).includes("object")) return null;
+    const out: Json[] = [];
+    for (let mask = 0; mask < 1 << keys.length; mask++) {
+      const present = new Set([...common, ...keys.filter((_, i) => mask & (1 << i))]);
+      if (sets.filter((s) => [...s].every((k) => present.has(k))).length !== 1) continue;
+      out.push({ ...rest, type: "object", required: [...present], [FORBIDDEN]: keys.filter((k) => !present.has(k)) });
     }
-    return true;
+    return out;
   }
 
   private inlinedOrNull(s: Json): unknown {
@@ -356,8 +401,8 @@ export class DefaultNormalizer extends Normalizer {
     if (has(schema, "not") && isObject(schema["not"]) && Object.keys(schema["not"]).every((k) => CHECKED.has(k) || !ASSERTION_KEYWORDS.includes(k))) checked.add("not");
     values = values.filter((v) => this.satisfies(v, schema) && (!checked.has("not") || !this.satisfies(v, schema["not"] as Json, true)));
     if (values.length === 0) {
-      this.report.unsupported(has(schema, "const") ? "const" : "enum", "no value of const/enum satisfies the keywords beside it", pointerJoin(where, has(schema, "const") ? "const" : "enum"));
-      return { kind: "any-value" };
+      const keyword = has(schema, "const") ? "const" : "enum";
+      return { kind: "never", keyword, where: pointerJoin(where, keyword), reason: "no value of const/enum satisfies the keywords beside it" };
     }
     const consumed = [...checked].filter((k) => has(schema, k));
     this.leftovers(schema, where, consumed, new Set(values.map(typeOfValue)), "next to enum/const");
@@ -400,61 +445,142 @@ export class DefaultNormalizer extends Normalizer {
   private objectNodeDefault(schema: Json, where: string): SchemaNode {
     const properties: Property[] = has(schema, "properties") ? this.propertyList(schema["properties"], pointerJoin(where, "properties")) : [];
     const required = this.requiredSet(schema, where);
+    // a property that admits no value cannot be present: forbidden, or the object is never
+    const dead: string[] = [];
+    for (let i = properties.length - 1; i >= 0; i--) {
+      const p = properties[i]!;
+      if (p.schema.kind !== "never") continue;
+      if (required.has(p.name)) return { kind: "never", keyword: "required", where: pointerJoin(where, "required"), reason: `the required property ${JSON.stringify(p.name)} admits no value (${p.schema.reason})` };
+      properties.splice(i, 1);
+      dead.push(p.name);
+    }
     let additional: SchemaNode | boolean = true;
     let apKey = "additionalProperties";
     if (!has(schema, apKey) && has(schema, "unevaluatedProperties") && !has(schema, "patternProperties")) apKey = "unevaluatedProperties";
+    const apRaw: unknown = has(schema, apKey) ? schema[apKey] : true;
     if (has(schema, apKey)) {
       const ap = schema[apKey];
       const apWhere = pointerJoin(where, apKey);
       if (typeof ap === "boolean") additional = ap;
       else if (isObject(ap)) additional = Object.keys(ap).length === 0 ? true : this.normalize(ap, apWhere);
       else this.report.invalid(`${apKey} must be a boolean or a schema`, apWhere);
+      if (typeof additional === "object" && additional.kind === "never") additional = false;
     }
-    // a required property that is not declared: it must be there, with the additional schema
+    const pp = isObject(schema["patternProperties"]) ? Object.entries(schema["patternProperties"]) : [];
+    const ppVacuous = pp.every(([, v]) => v === true || (isObject(v) && Object.keys(v).length === 0));
+    const names = has(schema, "propertyNames") && !isVacuous("propertyNames", schema["propertyNames"]) ? schema["propertyNames"] : undefined;
+    // the keys' languages are needed when patterns give values schemas, or name keys beside
+    // additionalProperties false, or propertyNames bounds them
+    const keyed = (pp.length > 0 && !(ppVacuous && additional === true)) || names !== undefined;
+    // a required property that is not declared: it must be there, with the schemas its key gets
     const declared = new Set(properties.map((p) => p.name));
     const reqList = Array.isArray(schema["required"]) ? (schema["required"] as string[]) : [];
     for (const [i, name] of reqList.entries()) {
       if (declared.has(name)) continue;
-      if (additional === false) {
-        this.report.unsupported("required", `required property ${JSON.stringify(name)} is neither declared nor allowed by additionalProperties`, pointerJoin(pointerJoin(where, "required"), i));
-        continue;
+      const byPattern = pp.some(([pat]) => safeTest(pat, name) === true);
+      if (additional === false && !byPattern) {
+        return { kind: "never", keyword: "required", where: pointerJoin(pointerJoin(where, "required"), i), reason: `required property ${JSON.stringify(name)} is neither declared nor allowed by additionalProperties` };
       }
-      properties.push({ name, schema: additional === true ? { kind: "any-value" } : additional });
+      // (a key a pattern matches gets the patterns' schemas in keyedMembers)
+      properties.push({ name, schema: !byPattern && typeof additional === "object" ? additional : { kind: "any-value" } });
       declared.add(name);
     }
     const consumed = ["type", "properties", "required", "additionalProperties", "unevaluatedProperties"];
-    const forbidden = ((schema as Record<symbol, unknown>)[FORBIDDEN] as string[] | undefined) ?? [];
+    const forbidden = [...(((schema as Record<symbol, unknown>)[FORBIDDEN] as string[] | undefined) ?? []), ...dead];
     for (const k of forbidden) {
-      if (required.has(k)) this.report.unsupported("not", `property ${JSON.stringify(k)} is both required and forbidden (not/dependentRequired): no object is valid`, where);
+      if (required.has(k)) return { kind: "never", keyword: "required", where: pointerJoin(where, "required"), reason: `property ${JSON.stringify(k)} is both required and forbidden (not/dependentRequired)` };
     }
     if (forbidden.length > 0) {
       for (let i = properties.length - 1; i >= 0; i--) if (forbidden.includes(properties[i]!.name)) properties.splice(i, 1);
     }
-    // patternProperties with no other keys allowed: the other keys are the patterns' keys (one
-    // value schema for all of them, and no declared name matching one: a key under two schemas
-    // would need both)
-    let patternKeys: string[] | undefined;
-    const pp = schema["patternProperties"];
-    if (isObject(pp) && Object.keys(pp).length > 0) {
-      const schemas = Object.values(pp).map(jsonDump);
-      const vacuous = Object.values(pp).every((v) => v === true || (isObject(v) && Object.keys(v).length === 0));
-      if (vacuous && additional === true) consumed.push("patternProperties");
-      else if (additional === false && schemas.every((x) => x === schemas[0])) {
-        const patterns = Object.keys(pp);
-        const clash = [...properties.map((p) => p.name), ...forbidden].find((name) => patterns.some((pat) => safeTest(pat, name) !== false));
-        if (clash === undefined) {
-          patternKeys = patterns;
-          additional = this.normalize(Object.values(pp)[0], pointerJoin(pointerJoin(where, "patternProperties"), patterns[0]!));
-          consumed.push("patternProperties");
-        }
+    let members: Member[] | undefined;
+    if (keyed) {
+      const m = this.keyedMembers(schema, properties, required, forbidden, apRaw, additional, where);
+      if (m === null) return { kind: "never", keyword: "propertyNames", where: pointerJoin(where, "propertyNames"), reason: "a required property's name is not allowed by propertyNames" };
+      if (m !== undefined) {
+        members = m;
+        consumed.push("patternProperties", "propertyNames");
+      }
+    } else if (pp.length > 0) consumed.push("patternProperties");
+    const extras = members !== undefined ? members.length > 0 : additional !== false;
+    let minP = typeof schema["minProperties"] === "number" ? schema["minProperties"] : 0;
+    let maxP = typeof schema["maxProperties"] === "number" ? schema["maxProperties"] : Infinity;
+    if (minP <= required.size) minP = 0;
+    if (!extras && maxP >= properties.length) maxP = Infinity;
+    if (!extras && (minP > properties.length || required.size > maxP)) {
+      return { kind: "never", keyword: minP > properties.length ? "minProperties" : "maxProperties", where, reason: "minProperties/maxProperties leave no object" };
+    }
+    // counts: any bounds over the declared properties alone (a rule per position and count, so
+    // bounded); with other keys, "at least one"
+    const counted = !extras && properties.length * (Math.min(maxP, properties.length) + 1) <= 4000;
+    if (minP === 0 || counted || (extras && minP === 1)) consumed.push("minProperties");
+    if (maxP === Infinity || counted) consumed.push("maxProperties");
+    this.leftovers(schema, where, consumed, new Set(["object"]), "on an object");
+    const counts = { ...(minP > 0 && consumed.includes("minProperties") ? { minProperties: minP } : {}), ...(maxP !== Infinity && consumed.includes("maxProperties") ? { maxProperties: maxP } : {}) };
+    if (members !== undefined) return { kind: "object", properties, required, additional: false, members, ...counts };
+    if (forbidden.length > 0 && additional !== false) return { kind: "object", properties, required, additional, forbidden, ...counts };
+    return { kind: "object", properties, required, additional, ...counts };
+  }
+
+  /**
+   * patternProperties / propertyNames (key-regions.ts): each declared property also gets the
+   * schemas of the patterns its name matches, and the other keys are split into regions by the
+   * patterns they match, each with its value schema. Undefined when a pattern or propertyNames is
+   * beyond the automata (reported); null when a required name fails propertyNames (no object is valid).
+   */
+  private keyedMembers(schema: Json, properties: Property[], required: ReadonlySet<string>, forbidden: string[], apRaw: unknown, additional: SchemaNode | boolean, where: string): Member[] | null | undefined {
+    const ppWhere = pointerJoin(where, "patternProperties");
+    const pp = isObject(schema["patternProperties"]) ? Object.entries(schema["patternProperties"]) : [];
+    const rawProps = isObject(schema["properties"]) ? schema["properties"] : {};
+    const names = has(schema, "propertyNames") ? schema["propertyNames"] : true;
+    // declared names: propertyNames decides them one by one; the matching patterns' schemas join theirs
+    for (let i = properties.length - 1; i >= 0; i--) {
+      const p = properties[i]!;
+      const ok = this.values.validate(names, p.name);
+      if (ok === null) {
+        this.report.unsupported("propertyNames", "propertyNames with keywords beyond strings' pattern, lengths, format and enum is not supported", pointerJoin(where, "propertyNames"));
+        return undefined;
+      }
+      if (!ok) {
+        if (required.has(p.name)) return null;
+        properties.splice(i, 1);
+        forbidden.push(p.name);
+        continue;
+      }
+      const matching = pp.filter(([pat]) => safeTest(pat, p.name) === true);
+      if (matching.length > 0) {
+        const own = Object.hasOwn(rawProps, p.name) ? [rawProps[p.name]] : [];
+        const parts = [...own, ...matching.map(([, x]) => x)];
+        properties[i] = { name: p.name, schema: this.normalize(parts.length === 1 ? parts[0] : { allOf: parts }, pointerJoin(pointerJoin(where, "properties"), p.name)) };
       }
     }
-    if (typeof schema["minProperties"] === "number" && schema["minProperties"] <= required.size) consumed.push("minProperties");
-    if (typeof schema["maxProperties"] === "number" && additional === false && schema["maxProperties"] >= properties.length) consumed.push("maxProperties");
-    if (isObject(schema["propertyNames"]) && properties.length === 0 && additional === false) consumed.push("propertyNames");
-    this.leftovers(schema, where, consumed, new Set(["object"]), "on an object");
-    if (forbidden.length > 0 && patternKeys === undefined && additional !== false) return { kind: "object", properties, required, additional, forbidden };
-    return patternKeys === undefined ? { kind: "object", properties, required, additional } : { kind: "object", properties, required, additional, patternKeys };
+    let regions: KeyRegion[];
+    try {
+      const dfas = pp.map(([pat]) => patternDfa(pat, this.dotall));
+      const nameDfa = names === true ? null : stringSchemaDfa(names, this.refs, this.dotall);
+      if (nameDfa === null && names !== true) {
+        this.report.unsupported("propertyNames", "propertyNames with keywords beyond strings' pattern, lengths, format and enum is not supported", pointerJoin(where, "propertyNames"));
+        return undefined;
+      }
+      regions = keyRegions(dfas, [...properties.map((p) => p.name), ...forbidden], nameDfa, additional !== false);
+    } catch (e) {
+      if (!(e instanceof UnsupportedPattern || e instanceof InvalidPattern)) throw e;
+      this.report.unsupported("patternProperties", `patternProperties: ${e.message}`, ppWhere);
+      return undefined;
+    }
+    const members: Member[] = [];
+    for (const r of regions) {
+      let value: SchemaNode;
+      if (r.patterns.length === 0) value = additional === true || additional === false ? { kind: "any-value" } : additional;
+      else {
+        const parts = r.patterns.map((i) => pp[i]![1]);
+        const at = pointerJoin(ppWhere, pp[r.patterns[0]!]![0]);
+        value = this.normalize(parts.length === 1 ? parts[0] : { allOf: parts }, at);
+      }
+      if (value.kind !== "never") members.push({ keys: r.keys, value });
+    }
+    void apRaw;
+    return members;
   }
 
   private arrayNodeDefault(schema: Json, where: string): SchemaNode {
@@ -474,12 +600,19 @@ export class DefaultNormalizer extends Normalizer {
     }
     const prefixKey = Array.isArray(schema["prefixItems"]) ? "prefixItems" : "items";
     const prefix = prefixRaw.map((s, i) => this.normalize(s, pointerJoin(pointerJoin(where, prefixKey), i)));
-    const rest = restRaw === false ? null : this.normalize(restRaw, restWhere);
+    let rest = restRaw === false ? null : this.normalize(restRaw, restWhere);
     const min = this.count(schema, "minItems", where) ?? 0;
     let max = this.count(schema, "maxItems", where) ?? Infinity;
+    // a position that admits no value ends the array before it
+    const deadAt = prefix.findIndex((p) => p.kind === "never");
+    const deadRest = rest !== null && rest.kind === "never";
+    if (deadAt >= 0) prefix.length = deadAt;
+    if (deadAt >= 0 || deadRest) rest = null;
     if (rest === null) max = Math.min(max, prefix.length);
-    if (min > max) this.report.invalid(`minItems ${min} is greater than maxItems ${max}`, where);
-    this.withinRepetitionLimit("maxItems", max, where);
+    if (min > max) {
+      if (deadAt >= 0 || deadRest) return { kind: "never", keyword: "minItems", where: pointerJoin(where, "minItems"), reason: `minItems ${min} needs items that admit no value` };
+      this.report.invalid(`minItems ${min} is greater than maxItems ${max}`, where);
+    }
     if (schema["uniqueItems"] === true && max <= 1) consumed.push("uniqueItems");
     const unique = schema["uniqueItems"] === true && max > 1 ? this.uniqueSequences(prefix, rest, min, max) : null;
     if (unique !== null) consumed.push("uniqueItems");
@@ -562,17 +695,9 @@ export class DefaultNormalizer extends Normalizer {
       }
     }
     this.leftovers(schema, where, consumed, new Set(["string"]), "on a string");
-    this.withinRepetitionLimit("maxLength", max, where);
     if (pattern !== null) return { kind: "regex", pattern, where: patternWhere, minLength: min, maxLength: max };
     if (min === 0 && max === Infinity) return { kind: "primitive", type: "string" };
     return { kind: "string-length", min, max };
-  }
-
-  /** The grammar engine reads a repetition maximum above 2,000 as none: refused rather than loosened. */
-  private withinRepetitionLimit(key: string, max: number, where: string): void {
-    if (max !== Infinity && max > MAX_REPETITION) {
-      this.report.unsupported(key, `${key} ${max} is above the ${MAX_REPETITION} repetitions a grammar can count`, pointerJoin(where, key));
-    }
   }
 
   private numberNode(schema: Json, type: "number" | "integer", where: string): SchemaNode {

@@ -303,12 +303,12 @@ describe("default mode: shapes", () => {
 
 describe("default mode: what cannot be enforced is a coded error naming keyword and pointer", () => {
   const refused: Array<[string, unknown, string]> = [
-    ["patternProperties", { type: "object", patternProperties: { "^x": { type: "integer" } } }, "#/patternProperties"],
+    ["patternProperties with a backreference", { type: "object", patternProperties: { "(x)\\1": { type: "integer" } } }, "#/patternProperties"],
     ["not", { type: "object", properties: { a: { type: "string", not: { minLength: 3 } } } }, "#/properties/a/not"],
     ["fractional number bounds inside one integer", { type: "number", minimum: 0.25, maximum: 0.75 }, "#/minimum"],
     ["overlapping oneOf", { oneOf: [{ type: "integer" }, { type: "number" }] }, "#/oneOf"],
     ["uniqueItems", { type: "array", items: { type: "integer" }, uniqueItems: true }, "#/uniqueItems"],
-    ["maxLength above the grammar's counter", { type: "string", maxLength: 65535 }, "#/maxLength"],
+    ["contains", { type: "array", contains: { type: "integer" } }, "#/contains"],
   ];
   for (const [name, schema, where] of refused) {
     it(name, () => {

@@ -1,0 +1,245 @@
+/**
+ * The default mode's exact translations of issue 21, session 3, against ajv 2020 + ajv-formats:
+ * listed values decided one by one against every other keyword, schemas that admit no value
+ * dropped where they stand, counts above the grammar parser's 2,000, patternProperties and
+ * propertyNames as key languages (regex-dfa.ts), minProperties/maxProperties, oneOf proven
+ * disjoint or split by required keys, and a pattern beside minLength/maxLength. Each case: the
+ * valid examples are accepted, the invalid ones rejected, and random values around them obey
+ * accepted => valid. The grammars here are recursive (one rule per automaton state), so a small
+ * GBNF recognizer (json-schema-gbnf-match.ts) stands in for the engine.
+ */
+import { Ajv2020 } from "ajv/dist/2020.js";
+import addFormatsModule from "ajv-formats";
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { LlamapegError } from "../../../lib/errors.js";
+import { compileJsonSchema } from "../../../lib/json-schema/index.js";
+import { accepts, complement, difference, intersect, stringsDfa, withLength } from "../../../lib/json-schema/regex-dfa.js";
+import { dfaStringRule, patternDfa } from "../../../lib/json-schema/regex-gbnf.js";
+import { RuleSet } from "../../../lib/json-schema/rules.js";
+import { GbnfMatcher } from "./json-schema-gbnf-match.js";
+
+const ajv = new Ajv2020({ strict: false, allErrors: false, validateFormats: true });
+const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (a: Ajv2020) => void;
+addFormats(ajv);
+
+/** Python's json.dumps layout (MaskBench's): ", " and ": " separators. */
+function dumps(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(dumps).join(", ")}]`;
+  if (typeof v === "object" && v !== null) return `{${Object.entries(v).map(([k, x]) => `${JSON.stringify(k)}: ${dumps(x)}`).join(", ")}}`;
+  return JSON.stringify(v);
+}
+
+interface Case {
+  name: string;
+  schema: Record<string, unknown>;
+  valid: unknown[];
+  invalid: unknown[];
+  /** Keys the random objects draw from. */
+  keys?: string[];
+}
+
+const CASES: Case[] = [
+  {
+    name: "enum beside not/if/oneOf/uniqueItems: each value decided against the whole schema",
+    schema: {
+      type: "object",
+      properties: {
+        a: { enum: ["x", "yy", "zzz", 4, [1, 1], [1, 2]], not: { type: "string", minLength: 3 }, uniqueItems: true },
+        b: { allOf: [{ enum: [1, 2, 3, 10] }, { if: { minimum: 3 }, then: { multipleOf: 5 } }] },
+        c: { oneOf: [{ enum: ["p", "q"] }, { enum: ["q", "r"] }] },
+      },
+      additionalProperties: false,
+    },
+    valid: [{ a: "x" }, { a: "yy" }, { a: 4 }, { a: [1, 2] }, { b: 1 }, { b: 10 }, { c: "p" }, { c: "r" }],
+    invalid: [{ a: "zzz" }, { a: [1, 1] }, { b: 3 }, { c: "q" }],
+  },
+  {
+    name: "a property that admits no value is forbidden; an array position that admits none ends the array",
+    schema: {
+      type: "object",
+      properties: { gone: { type: "object", enum: ["a", "b"] }, k: { type: "integer" }, t: { type: "array", prefixItems: [{ type: "integer" }, { const: 1, type: "string" }] } },
+    },
+    valid: [{}, { k: 1 }, { k: 1, other: "x" }, { t: [] }, { t: [5] }],
+    invalid: [{ gone: "a" }, { gone: {} }, { t: [5, 1] }, { t: [5, "1"] }],
+    keys: ["gone", "k", "t", "other"],
+  },
+  {
+    name: "maxLength and maxItems above 2,000",
+    schema: { type: "object", properties: { s: { type: "string", minLength: 2, maxLength: 4500 }, l: { type: "array", items: { type: "integer" }, maxItems: 2500 } }, additionalProperties: false },
+    valid: [{ s: "ab" }, { s: "a".repeat(4500) }, { s: "b".repeat(1999) }, { s: "b".repeat(2000) }, { l: Array.from({ length: 2500 }, (_, i) => i) }],
+    invalid: [{ s: "a" }, { s: "a".repeat(4501) }, { l: Array.from({ length: 2501 }, () => 0) }],
+  },
+  {
+    name: "patternProperties: open object, overlapping patterns, declared names matching a pattern",
+    schema: { type: "object", properties: { id: { type: "integer" }, x_fixed: { type: "integer" } }, patternProperties: { "^x_": { type: "integer", minimum: 0 }, "_n$": { type: "number", maximum: 10 } } },
+    valid: [{}, { id: -1 }, { x_a: 1 }, { x_n: 10 }, { a_n: -5.5 }, { other: "s" }, { x_fixed: 3 }],
+    invalid: [{ x_a: -1 }, { x_n: 11 }, { x_n: -1 }, { a_n: "s" }, { x_fixed: -3 }, { x_a: "s" }],
+    keys: ["id", "x_a", "x_n", "a_n", "other", "x_fixed", "x_"],
+  },
+  {
+    name: "patternProperties with additionalProperties false and a schema",
+    schema: { type: "object", patternProperties: { "^[a-z]+$": { type: "string" } }, additionalProperties: { type: "boolean" } },
+    valid: [{ abc: "s" }, { A1: true }, { "": false }],
+    invalid: [{ abc: true }, { A1: "s" }],
+    keys: ["abc", "A1", "", "b"],
+  },
+  {
+    name: "propertyNames: pattern, lengths and enums over the keys",
+    schema: { type: "object", properties: { long_name: { type: "integer" } }, propertyNames: { pattern: "^[a-z_]+$", maxLength: 6 }, additionalProperties: { type: "integer" } },
+    valid: [{}, { abc: 1 }, { a_b: 2 }],
+    invalid: [{ long_name: 1 }, { Abc: 1 }, { abcdefg: 1 }, { abc: "s" }],
+    keys: ["abc", "a_b", "Abc", "abcdefg", "long_name"],
+  },
+  {
+    name: "minProperties 1 beside other keys; min/max over declared properties",
+    schema: {
+      type: "object",
+      properties: {
+        any: { type: "object", additionalProperties: { type: "integer" }, minProperties: 1 },
+        some: { type: "object", properties: { a: { type: "integer" }, b: { type: "integer" }, c: { type: "integer" } }, additionalProperties: false, minProperties: 2, maxProperties: 2 },
+      },
+      additionalProperties: false,
+    },
+    valid: [{ any: { k: 1 } }, { any: { k: 1, j: 2 } }, { some: { a: 1, c: 2 } }, { some: { b: 1, c: 2 } }],
+    invalid: [{ any: {} }, { some: { a: 1 } }, { some: { a: 1, b: 2, c: 3 } }, { some: {} }],
+  },
+  {
+    name: "oneOf proven disjoint: tags, types, a key the other side forbids, disjoint patterns",
+    schema: {
+      type: "object",
+      properties: {
+        tagged: { oneOf: [{ type: "object", properties: { kind: { enum: ["a"] }, v: { type: "integer" } }, required: ["kind"] }, { type: "object", properties: { kind: { enum: ["b", "c"] } }, required: ["kind"] }] },
+        closed: { oneOf: [{ type: "object", properties: { x: { type: "integer" } }, required: ["x"], additionalProperties: false }, { type: "object", properties: { y: { type: "integer" } }, required: ["y"], additionalProperties: false }] },
+        str: { oneOf: [{ type: "string", pattern: "^[0-9]+$" }, { type: "string", pattern: "^[a-z]+$" }, { type: "integer", minimum: 5 }, { type: "integer", maximum: 2 }] },
+      },
+      additionalProperties: false,
+    },
+    valid: [{ tagged: { kind: "a", v: 1 } }, { tagged: { kind: "c" } }, { closed: { x: 1 } }, { closed: { y: 2 } }, { str: "123" }, { str: "abc" }, { str: 7 }, { str: 1 }],
+    invalid: [{ tagged: { kind: "d" } }, { closed: { x: 1, y: 2 } }, { str: "a1" }, { str: 3 }],
+  },
+  {
+    name: "oneOf split by required keys (alternatives that differ only in required)",
+    schema: { type: "object", properties: { r: { type: "number" }, l: { type: "number" }, w: { type: "number" } }, oneOf: [{ required: ["r"] }, { required: ["l", "w"] }] },
+    valid: [{ r: 1 }, { l: 1, w: 2 }, { r: 1, l: 2 }, { r: 1, w: 2, z: 0 }],
+    invalid: [{}, { l: 1 }, { r: 1, l: 1, w: 2 }],
+    keys: ["r", "l", "w", "z"],
+  },
+  {
+    name: "an other key may be a proper prefix of a declared name (or extend one)",
+    schema: { type: "object", properties: { ice_man: { type: "object" } }, additionalProperties: { type: "integer" } },
+    valid: [{ ice: 1 }, { ice_: 2 }, { ice_man: {} }, { ice_many: 3 }, { "": 4 }],
+    invalid: [{ ice_man: 1 }, { ice: "x" }],
+    keys: ["ice", "ice_", "ice_man", "ice_many", "", "i"],
+  },
+  {
+    name: "a pattern beside minLength/maxLength (the pattern's automaton times a counter)",
+    schema: { type: "object", properties: { p: { type: "string", pattern: "^[a-z]+(-[a-z]+)*$", minLength: 3, maxLength: 7 } }, additionalProperties: false },
+    valid: [{ p: "abc" }, { p: "a-b" }, { p: "abc-def" }],
+    invalid: [{ p: "ab" }, { p: "abcd-efg" }, { p: "a--b" }, { p: "-ab" }],
+  },
+];
+
+describe("default mode, exact translations: accepted => valid (ajv)", () => {
+  for (const c of CASES) {
+    it(c.name, () => {
+      const m = new GbnfMatcher(compileJsonSchema(c.schema).gbnf);
+      const validate = ajv.compile(c.schema);
+      for (const v of c.valid) {
+        expect(validate(v), `ajv: ${dumps(v)}`).toBe(true);
+        expect(m.matches(dumps(v)), `grammar rejects valid ${dumps(v)}`).toBe(true);
+      }
+      for (const v of c.invalid) {
+        expect(validate(v), `ajv: ${dumps(v)}`).toBe(false);
+        expect(m.matches(dumps(v)), `grammar accepts invalid ${dumps(v)}`).toBe(false);
+      }
+      const keys = c.keys ?? ["a", "b", "c", "k", "s", "l", "p", "x", "y", "str", "tagged", "closed", "any", "some"];
+      const leaf = fc.oneof(fc.integer({ min: -12, max: 12 }), fc.double({ min: -12, max: 12, noNaN: true }), fc.string({ maxLength: 6 }), fc.constantFrom("a", "b", "c", "x", "yy", "zzz", "123", "abc-d", null, true));
+      const value = fc.oneof(leaf, fc.array(leaf, { maxLength: 3 }), fc.dictionary(fc.constantFrom(...keys), leaf, { maxKeys: 3 }));
+      const seeds = [...c.valid, ...c.invalid].filter((s) => typeof s === "object" && s !== null && !Array.isArray(s)) as Array<Record<string, unknown>>;
+      const around = fc.oneof(
+        value,
+        fc.dictionary(fc.constantFrom(...keys), value, { maxKeys: 3 }),
+        fc.record({ base: fc.constantFrom(...seeds), k: fc.constantFrom(...keys), v: value, inner: fc.constantFrom(...keys) }).map(({ base, k, v, inner }) => {
+          // change one member, or one member inside a member
+          const [first] = Object.keys(base);
+          const nested = first !== undefined && typeof base[first] === "object" && base[first] !== null && !Array.isArray(base[first]);
+          return nested ? { ...base, [first]: { ...(base[first] as object), [inner]: v } } : { ...base, [k]: v };
+        }),
+      );
+      let accepted = 0;
+      fc.assert(
+        fc.property(around, (v) => {
+          if (!m.matches(dumps(v))) return;
+          accepted++;
+          expect(validate(v), `grammar accepts ${dumps(v)}, ajv rejects it`).toBe(true);
+        }),
+        { numRuns: 300 },
+      );
+      expect(accepted).toBeGreaterThan(0);
+    });
+  }
+});
+
+describe("regex automata (regex-dfa.ts) agree with RegExp", () => {
+  const patterns = ["^[a-z]+$", "\\d{3}-\\w+", "^(ab|a)*c$", "^x-", "^[^/]+/[^/]+$", "a|b", "^(\\+|-)?\\d+(\\.\\d+)?$", "^[A-Z][a-z]{0,3}$", "é."];
+  const text = fc.string({ unit: fc.constantFrom(..."abcxzAZ-/+.019 é\"\\\n"), maxLength: 10 });
+  for (const p of patterns) {
+    it(p, () => {
+      const re = new RegExp(p, "u");
+      const d = patternDfa(p, false);
+      const names = ["ab", "abc", "x-1"];
+      const letters = patternDfa("^[a-c]+$", false);
+      const bounded = withLength(d, 2, 5);
+      const rules = new RuleSet(false);
+      const grammar = new GbnfMatcher((dfaStringRule(bounded, "root", rules), rules.format()));
+      fc.assert(
+        fc.property(text, (s) => {
+          const n = [...s].length;
+          expect(accepts(d, s), JSON.stringify(s)).toBe(re.test(s));
+          expect(accepts(complement(d), s)).toBe(!re.test(s));
+          expect(accepts(bounded, s)).toBe(re.test(s) && n >= 2 && n <= 5);
+          expect(accepts(difference(d, stringsDfa(names)), s)).toBe(re.test(s) && !names.includes(s));
+          expect(accepts(intersect(d, letters), s)).toBe(re.test(s) && /^[a-c]+$/.test(s));
+          // the grammar over the JSON text: raw or escaped spellings, the closing quote only where it accepts
+          expect(grammar.matches(JSON.stringify(s)), JSON.stringify(s)).toBe(accepts(bounded, s));
+        }),
+        { numRuns: 150 },
+      );
+    });
+  }
+});
+
+describe("still refused: a coded error naming keyword and pointer", () => {
+  const refused: Array<[string, unknown, string]> = [
+    ["uniqueItems over strings", { type: "array", items: { type: "string" }, uniqueItems: true }, "#/uniqueItems"],
+    ["oneOf whose alternatives overlap otherwise", { oneOf: [{ type: "integer" }, { type: "number", maximum: 3 }] }, "#/oneOf"],
+    ["maxProperties beside other keys", { type: "object", additionalProperties: { type: "integer" }, maxProperties: 2 }, "#/maxProperties"],
+    ["a backreference in a key pattern", { type: "object", patternProperties: { "(a)\\1": { type: "integer" } } }, "#/patternProperties"],
+  ];
+  for (const [name, schema, where] of refused) {
+    it(name, () => {
+      let err: unknown;
+      try {
+        compileJsonSchema(schema);
+      } catch (e) {
+        err = e;
+      }
+      expect(err).toBeInstanceOf(LlamapegError);
+      expect((err as LlamapegError).code).toBe("ERR_SCHEMA_UNSUPPORTED");
+      expect((err as LlamapegError).message).toContain(where);
+    });
+  }
+
+  it("a schema that admits no value at all is refused, naming why", () => {
+    let err: unknown;
+    try {
+      compileJsonSchema({ enum: ["a"], type: "integer" });
+    } catch (e) {
+      err = e;
+    }
+    expect((err as LlamapegError).code).toBe("ERR_SCHEMA_UNSUPPORTED");
+    expect((err as LlamapegError).message).toContain("#/enum");
+    expect((err as LlamapegError).message).toContain("admits no value");
+  });
+});
