@@ -435,8 +435,10 @@ export class Emitter {
           out.push(" (");
           walk(child);
           // default mode: a proper prefix of the names that is none of them is a key too (the
-          // reference's group is not optional here, so it rejects such keys)
-          out.push(!this.rules.reference && !child.end ? ")?" : ")");
+          // reference's group has no empty branch here, so it rejects such keys). An empty
+          // branch, not `?`: a quantified group counts the rules generated inside it against
+          // llama.cpp's 2,000, and a trie of many names nests thousands
+          out.push(!this.rules.reference && !child.end ? ' | "")' : ")");
         } else if (child.end) {
           out.push(` ${char}+`);
         }
@@ -455,8 +457,9 @@ export class Emitter {
     // only "" declared: any non-empty key (the reference writes an empty group here, which
     // accepts "" and nothing else)
     if (root.children.size === 0) out.push(`${char}+`);
-    out.push(" )");
-    if (!root.end) out.push("?");
+    // the empty key: optional in the reference; an empty branch in the default mode (as above)
+    if (!root.end && !this.rules.reference) out.push(' | "" )');
+    else out.push(root.end ? " )" : " )?");
     out.push(' ["]');
     return out.join("");
   }

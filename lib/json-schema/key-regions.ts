@@ -7,7 +7,7 @@
  * reference counterpart (llama.cpp refuses patternProperties).
  */
 import { UnsupportedPattern } from "./pattern.js";
-import { ANY_STRING, complement, difference, intersect, isEmpty, minimize, stringsDfa, union, withLength, type Dfa } from "./regex-dfa.js";
+import { ANY_STRING, accepts, complement, difference, intersect, isEmpty, minimize, stringsDfa, union, withLength, type Dfa } from "./regex-dfa.js";
 import { FORMAT_PATTERNS } from "./formats.js";
 import { patternDfa } from "./regex-gbnf.js";
 import type { RefTable } from "./refs.js";
@@ -30,11 +30,13 @@ const MAX_OVERLAPPING = 4;
  * automata grow past their budget or too many patterns overlap.
  */
 export function keyRegions(patterns: readonly Dfa[], declared: readonly string[], names: Dfa | null, additional: boolean): KeyRegion[] {
-  let base = declared.length > 0 ? complement(stringsDfa(declared)) : ANY_STRING;
-  if (names !== null) base = minimize(intersect(base, names));
+  const base = names ?? ANY_STRING;
   const out: KeyRegion[] = [];
   const push = (keys: Dfa, idx: number[]): void => {
-    const k = minimize(keys);
+    // only the declared names this region holds are cut out (a trie of every name in every
+    // region made a large object's key automata thousands of states)
+    const inside = declared.filter((n) => accepts(keys, n));
+    const k = minimize(inside.length > 0 ? difference(keys, stringsDfa(inside)) : keys);
     if (!isEmpty(k)) out.push({ keys: k, patterns: idx });
   };
   const disjoint = patterns.every((a, i) => patterns.every((b, j) => j <= i || isEmpty(intersect(a, b))));

@@ -250,25 +250,25 @@ export function withLength(d: Dfa, min: number, max: number): Dfa {
  * rules, and equal sub-automata (the tails of two alternatives) become one.
  */
 export function minimize(d: Dfa): Dfa {
+  // edges are compared by their ranges as written (two states whose edges split the same
+  // characters differently stay apart: still correct, at worst less small)
+  const keyed = d.edges.map((es) => es.map((e) => ({ r: e.ranges.map(([a, b]) => `${a}-${b}`).join(","), to: e.to })));
   let cls: number[] = d.accept.map((a) => (a ? 1 : 0));
+  let count = new Set(cls).size;
   for (;;) {
-    const sigs = d.edges.map((es, s) => {
-      const byClass = new Map<number, Array<readonly [number, number]>>();
-      for (const e of es) {
-        const c = cls[e.to]!;
-        byClass.set(c, [...(byClass.get(c) ?? []), ...e.ranges]);
-      }
-      const parts = [...byClass.entries()].map(([c, r]) => `${c}:${normalizeRanges(r).map(([a, b]) => `${a}-${b}`).join(",")}`).sort();
-      return `${cls[s]}|${parts.join(";")}`;
-    });
     const ids = new Map<string, number>();
-    const next = sigs.map((sg) => {
-      let i = ids.get(sg);
-      if (i === undefined) ids.set(sg, (i = ids.size));
+    const next = keyed.map((es, s) => {
+      const sig = `${cls[s]}|${es
+        .map((e) => `${e.r}>${cls[e.to]}`)
+        .sort()
+        .join(";")}`;
+      let i = ids.get(sig);
+      if (i === undefined) ids.set(sig, (i = ids.size));
       return i;
     });
-    if (ids.size === new Set(cls).size) break;
+    if (ids.size === count) break;
     cls = next;
+    count = ids.size;
   }
   // one state per class, edges merged per target class; the start's class first
   const order: number[] = [];
