@@ -10,8 +10,8 @@
  */
 import { FORMAT_PATTERNS } from "./formats.js";
 import { UnsupportedPattern, InvalidPattern } from "./pattern.js";
+import { stringSchemaDfa } from "./key-regions.js";
 import { intersect, isEmpty, type Dfa } from "./regex-dfa.js";
-import { patternDfa } from "./regex-gbnf.js";
 import type { RefTable } from "./refs.js";
 import { enumeratedValues, type ValueValidator } from "./validate-value.js";
 
@@ -116,14 +116,15 @@ export class Disjointness {
     return da !== null && db !== null && isEmpty(intersect(da, db));
   }
 
-  /** The pattern (and format) of a string schema as a DFA, or null when it has none or it is beyond the automata. */
+  /**
+   * The strings a schema admits, as a DFA (its string keywords only: key-regions.ts's
+   * stringSchemaDfa on them), or null when they are beyond the automata.
+   */
   private language(s: Json): Dfa | null {
-    const pats: string[] = [];
-    if (typeof s["pattern"] === "string") pats.push(s["pattern"]);
-    if (typeof s["format"] === "string" && FORMAT_PATTERNS.has(s["format"])) pats.push(FORMAT_PATTERNS.get(s["format"])!);
-    if (pats.length === 0) return null;
+    const words = Object.fromEntries(Object.entries(s).filter(([k]) => ["pattern", "format", "minLength", "maxLength", "enum", "const"].includes(k) && !(k === "format" && !FORMAT_PATTERNS.has(String(s[k])))));
+    if (Object.keys(words).length === 0) return null;
     try {
-      return pats.map((p) => patternDfa(p, this.dotall)).reduce((x, y) => intersect(x, y));
+      return stringSchemaDfa(words, this.refs, this.dotall);
     } catch (e) {
       if (e instanceof UnsupportedPattern || e instanceof InvalidPattern) return null;
       throw e;

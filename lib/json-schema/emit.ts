@@ -111,6 +111,8 @@ export class Emitter {
         return rules.add(ruleName, node.rule);
       case "not-strings":
         return rules.add(ruleName, this.notStrings(node.values));
+      case "string-dfa":
+        return dfaStringRule(node.dfa, ruleName, rules);
       case "never":
         // reached only where no enclosing object, array or union could drop it (the root, a $ref)
         this.report.unsupported(node.keyword, `the schema admits no value: ${node.reason}`, node.where);

@@ -7,7 +7,7 @@
  * keyword and JSON pointer, as in the reference mode.
  */
 import { jsonDump, pointerJoin } from "./literal.js";
-import { ASSERTION_KEYWORDS, isVacuous, typeOfValue, valueHasType, type JsonType } from "./keywords.js";
+import { ASSERTION_KEYWORDS, constrains, isVacuous, typeOfValue, valueHasType, type JsonType } from "./keywords.js";
 import { MergeConflict, mergeSchemas } from "./merge.js";
 import { Normalizer, type Member, type Property, type SchemaNode } from "./normalize.js";
 import { FORMAT_PATTERNS, UNSUPPORTED_FORMATS } from "./formats.js";
@@ -17,6 +17,7 @@ import { Disjointness } from "./disjoint.js";
 import { keyRegions, stringSchemaDfa, type KeyRegion } from "./key-regions.js";
 import { InvalidPattern, UnsupportedPattern } from "./pattern.js";
 import { patternDfa } from "./regex-gbnf.js";
+import { difference, isEmpty, minimize, stringsDfa, union, type Dfa } from "./regex-dfa.js";
 import type { RefTable } from "./refs.js";
 import type { Reporter } from "./report.js";
 
@@ -35,12 +36,14 @@ const FAMILY: ReadonlyArray<[JsonType, readonly string[]]> = [
   ["number", NUMBER_WORDS],
 ];
 
+/** A oneOf of string schemas already decided as one automaton (exactlyOneString). */
+const STRING_DFA: unique symbol = Symbol("string automaton");
 /** Keys an object must not have (set by `not: {required}` and dependentRequired branches). */
 const FORBIDDEN: unique symbol = Symbol("forbidden keys");
 /** Most alternatives uniqueItems over an enum may enumerate, and dependentRequired may split into. */
 const MAX_UNIQUE_SEQUENCES = 200;
 const MAX_DEPENDENCY_BRANCHES = 8;
-/** Most keys a oneOf split by required sets may name (2^n branches). */
+/** Most keys a oneOf split by present keys may name (2^n choices). */
 const MAX_SPLIT_KEYS = 5;
 const ALL_TYPES: JsonType[] = ["string", "number", "boolean", "null", "array", "object"];
 
@@ -69,11 +72,10 @@ export class DefaultNormalizer extends Normalizer {
 
   protected override node(raw: unknown, where: string): SchemaNode {
     if (raw === true) return { kind: "any-value" };
-    if (raw === false) {
-      this.report.unsupported("false", "the schema false accepts no value", where);
-      return { kind: "any-value" };
-    }
+    if (raw === false) return { kind: "never", keyword: "false", where, reason: "the schema false accepts no value" };
     if (!isObject(raw)) this.report.invalid(`a schema must be an object or a boolean, got ${jsonDump(raw)}`, where);
+    const strings = (raw as Record<symbol, unknown>)[STRING_DFA] as Dfa | undefined;
+    if (strings !== undefined) return isEmpty(strings) ? { kind: "never", keyword: "oneOf", where, reason: "no string matches exactly one alternative" } : { kind: "string-dfa", dfa: strings };
     if (has(raw, "type")) this.checkType(raw["type"], pointerJoin(where, "type"));
     if (has(raw, "format") && typeof raw["format"] !== "string") this.report.invalid("format must be a string", pointerJoin(where, "format"));
     // draft-4 / OpenAPI spellings
@@ -103,11 +105,11 @@ export class DefaultNormalizer extends Normalizer {
     for (const key of ["anyOf", "oneOf"]) {
       if (!has(schema, key)) continue;
       let alts = this.nonEmptyArray(schema[key], pointerJoin(where, key));
-      if (key === "oneOf" && !alts.every((x, i) => alts.every((y, j) => j <= i || this.disjointness.disjoint(x, y)))) {
-        const split = this.requiredSplit(alts);
-        if (split === null) this.report.unsupported("oneOf", "oneOf whose alternatives may overlap (only one may match) is not supported", pointerJoin(where, key));
-        else if (split.length === 0) return { kind: "never", keyword: "oneOf", where: pointerJoin(where, key), reason: "every object the oneOf admits satisfies several of its required sets" };
-        else alts = split;
+      if (key === "oneOf") {
+        const exact = this.exclusiveAlternatives(alts);
+        if (exact === null) this.report.unsupported("oneOf", "oneOf whose alternatives may overlap (only one may match) is not supported", pointerJoin(where, key));
+        else if (exact.length === 0) return { kind: "never", keyword: "oneOf", where: pointerJoin(where, key), reason: "every value the oneOf admits satisfies several of its alternatives" };
+        else alts = exact;
       }
       return this.union(alts.map((a, i) => this.normalize(a, pointerJoin(pointerJoin(where, key), i))), key, pointerJoin(where, key));
     }
@@ -121,7 +123,12 @@ export class DefaultNormalizer extends Normalizer {
       this.leftovers(schema, where, ["type"], "all", "on a schema without type");
       return { kind: "any-value" };
     }
-    return this.union(types.map((t) => this.typedNode(schema, t, where)), "type", where);
+    const nodes = types.map((t) => this.typedNode(schema, t, where));
+    // no `type`: the keywords constrain their own type only, and every other type is admitted whole
+    if (!has(schema, "type")) {
+      for (const t of ALL_TYPES) if (!types.includes(t) && !(t === "number" && types.includes("integer"))) nodes.push(t === "object" ? { kind: "any-object" } : { kind: "primitive", type: t });
+    }
+    return this.union(nodes, "type", where);
   }
 
   /** Alternatives that admit no value are dropped; none left is a `never`. */
@@ -323,31 +330,114 @@ export class DefaultNormalizer extends Normalizer {
   }
 
   /**
-   * `oneOf` alternatives that differ only in `required` (after the keywords beside them are
-   * merged in): exactly one matches when the keys present satisfy exactly one required set. One
-   * branch per choice of present keys among those the sets name, the others forbidden; the
-   * branches are disjoint, so their union is exact (none: no value is valid, as a value that is
-   * no object satisfies every alternative). Null when the alternatives differ otherwise or name
-   * too many keys.
+   * `oneOf` as alternatives no value matches twice (their union is then exact), or null. In
+   * turn: the alternatives proven pairwise disjoint; the types two alternatives admit whole (no
+   * keyword of theirs constrains them) taken out of all, since each such value matches both,
+   * then proven disjoint; split by the keys present (presenceSplit).
    */
-  private requiredSplit(alts: unknown[]): Json[] | null {
+  private exclusiveAlternatives(alts: unknown[]): unknown[] | null {
+    const disjoint = (xs: unknown[]): boolean => xs.every((x, i) => xs.every((y, j) => j <= i || this.disjointness.disjoint(x, y)));
+    if (disjoint(alts)) return alts;
+    const flat = alts.map((a) => (isObject(a) ? this.inlinedOrNull(a) : a === true ? {} : null));
+    if (!flat.every(isObject)) return null;
+    const objs = flat as Json[];
+    const whole = (o: Json, t: string): boolean => {
+      const ty = o["type"];
+      if (ty !== undefined && !(Array.isArray(ty) ? ty : [ty]).includes(t)) return false;
+      return !Object.keys(o).some((k) => k !== "type" && ASSERTION_KEYWORDS.includes(k) && !isVacuous(k, o[k]) && constrains(k, new Set([t as JsonType])));
+    };
+    const excluded = ALL_TYPES.filter((t) => objs.filter((o) => whole(o, t)).length >= 2);
+    let narrowed = objs;
+    if (excluded.length > 0) {
+      const allowed = ALL_TYPES.filter((t) => !excluded.includes(t));
+      if (allowed.length === 0) return [];
+      if (!excluded.includes("number")) allowed.push("integer");
+      narrowed = [];
+      for (const o of objs) {
+        try {
+          narrowed.push(mergeSchemas(o, { type: allowed }) as Json);
+        } catch (e) {
+          if (!(e instanceof MergeConflict)) throw e;
+          // an alternative left with no type admits nothing: dropped
+        }
+      }
+      if (narrowed.length <= 1 || disjoint(narrowed)) return narrowed;
+    }
+    return this.exactlyOneString(narrowed) ?? this.presenceSplit(narrowed);
+  }
+
+  /**
+   * Alternatives that admit strings only, each a language the automata take (key-regions.ts's
+   * stringSchemaDfa): the strings in exactly one of them, as one DFA. Null otherwise.
+   */
+  private exactlyOneString(alts: Json[]): Json[] | null {
+    if (!alts.every((a) => a["type"] === "string" || (Array.isArray(a["type"]) && a["type"].length === 1 && a["type"][0] === "string"))) return null;
+    try {
+      const dfas = alts.map((a) => stringSchemaDfa(a, this.refs, this.dotall));
+      if (dfas.some((d) => d === null)) return null;
+      let out = stringsDfa([]);
+      dfas.forEach((d, i) => {
+        let only = d!;
+        dfas.forEach((e, j) => {
+          if (j !== i) only = minimize(difference(only, e!));
+        });
+        out = minimize(union(out, only));
+      });
+      return [{ [STRING_DFA]: out }];
+    } catch (e) {
+      if (e instanceof UnsupportedPattern || e instanceof InvalidPattern) return null;
+      throw e;
+    }
+  }
+
+  /**
+   * `oneOf` over objects, split by which keys are present: the keys any alternative requires,
+   * and those some alternative tags with listed values. For each choice of present keys (the
+   * others absent), an alternative that requires an absent key is out; the ones left, each with
+   * those keys required and the others forbidden, must be pairwise disjoint (disjoint.ts), or all
+   * the same schema (then every such object matches several: none is valid). The branches are
+   * disjoint, so their union is exact, and a value that is no object matches every alternative
+   * (they constrain objects only), so none is valid. Null when that does not hold or too many keys
+   * are named; an empty list when no value is valid.
+   */
+  private presenceSplit(alts: unknown[]): Json[] | null {
     const flat = alts.map((a) => (isObject(a) ? this.inlinedOrNull(a) : null));
     if (!flat.every(isObject)) return null;
     const objs = flat as Json[];
-    const shape = (o: Json): string => jsonDump(Object.fromEntries(Object.entries(o).filter(([k]) => k !== "required")));
-    if (!objs.every((o) => shape(o) === shape(objs[0]!) && (o["required"] === undefined || (Array.isArray(o["required"]) && o["required"].every((k) => typeof k === "string"))))) return null;
-    const sets = objs.map((o) => new Set((o["required"] as string[] | undefined) ?? []));
-    const common = [...sets[0]!].filter((k) => sets.every((s) => s.has(k)));
-    const keys = [...new Set(sets.flatMap((s) => [...s]))].filter((k) => !common.includes(k));
+    // what the alternatives say beyond objects must be the same in all (then a value that is no
+    // object matches all of them or none: either way it is not valid)
+    const beyond = (o: Json): string => jsonDump(Object.fromEntries(Object.entries(o).filter(([k]) => ASSERTION_KEYWORDS.includes(k) && !OBJECT_WORDS.includes(k))));
+    if (!objs.every((o) => beyond(o) === beyond(objs[0]!))) return null;
+    const t0 = objs[0]!["type"];
+    if (t0 !== undefined && !(Array.isArray(t0) ? t0 : [t0]).includes("object")) return null;
+    const req = (o: Json): string[] => (Array.isArray(o["required"]) ? (o["required"] as unknown[]).filter((k): k is string => typeof k === "string") : []);
+    const props = (o: Json): Json => (isObject(o["properties"]) ? o["properties"] : {});
+    const common = req(objs[0]!).filter((k) => objs.every((o) => req(o).includes(k)));
+    const named = new Set<string>();
+    for (const o of objs) {
+      for (const k of req(o)) named.add(k);
+      for (const [k, p] of Object.entries(props(o))) if (enumeratedValues(p, this.refs) !== null) named.add(k);
+    }
+    const keys = [...named].filter((k) => !common.includes(k));
     if (keys.length > MAX_SPLIT_KEYS) return null;
-    const { required: _, ...rest } = objs[0]!;
-    // (a value that is no object matches every alternative, so none is valid)
-    if (rest["type"] !== undefined && !(Array.isArray(rest["type"]) ? rest["type"] : [rest["type"]]).includes("object")) return null;
     const out: Json[] = [];
     for (let mask = 0; mask < 1 << keys.length; mask++) {
-      const present = new Set([...common, ...keys.filter((_, i) => mask & (1 << i))]);
-      if (sets.filter((s) => [...s].every((k) => present.has(k))).length !== 1) continue;
-      out.push({ ...rest, type: "object", required: [...present], [FORBIDDEN]: keys.filter((k) => !present.has(k)) });
+      const present = keys.filter((_, i) => mask & (1 << i));
+      const absent = keys.filter((k) => !present.includes(k));
+      const live = objs
+        .filter((o) => !req(o).some((k) => absent.includes(k)))
+        .map((o) => ({
+          ...o,
+          type: "object",
+          required: [...new Set([...req(o), ...common, ...present])].sort(),
+          properties: { ...props(o), ...Object.fromEntries(absent.map((k) => [k, false])) },
+        }));
+      if (live.length <= 1) {
+        out.push(...live);
+        continue;
+      }
+      if (live.every((x, i) => live.every((y, j) => j <= i || this.disjointness.disjoint(x, y)))) out.push(...live);
+      else if (!live.every((x) => jsonDump(x) === jsonDump(live[0]))) return null;
     }
     return out;
   }

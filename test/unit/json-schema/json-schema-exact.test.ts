@@ -126,6 +126,37 @@ const CASES: Case[] = [
     keys: ["r", "l", "w", "z"],
   },
   {
+    name: "oneOf of string schemas: the strings in exactly one (automata); types two branches admit whole are out",
+    schema: {
+      type: "object",
+      properties: {
+        u: { type: "string", oneOf: [{ pattern: "^[0-9a-f]{2}$" }, { pattern: "^[0-9A-F]{2}$" }] },
+        v: { type: "string", oneOf: [{}, { enum: ["a", "b"] }] },
+        w: { oneOf: [{ format: "ipv4" }, { pattern: "^1" }] },
+        n: { oneOf: [{ type: "string", maxLength: 0 }, { type: "string", pattern: "^[0-9]+$" }] },
+      },
+      additionalProperties: false,
+    },
+    valid: [{ u: "ab" }, { u: "AB" }, { v: "c" }, { v: "" }, { w: "2.2.2.2" }, { w: "1x" }, { n: "" }, { n: "12" }],
+    invalid: [{ u: "12" }, { u: "aB" }, { v: "a" }, { w: "1.1.1.1" }, { w: 5 }, { w: null }, { n: "x" }],
+    keys: ["u", "v", "w", "n"],
+  },
+  {
+    name: "no type: keywords constrain their own type only",
+    schema: { type: "object", properties: { a: { properties: { x: { type: "integer" } }, required: ["x"] }, b: { items: { type: "integer" } } }, additionalProperties: false },
+    valid: [{ a: { x: 1 } }, { a: "s" }, { a: 3 }, { a: null }, { b: [1] }, { b: {} }, { b: "t" }],
+    invalid: [{ a: {} }, { a: { x: "1" } }, { b: ["s"] }],
+    keys: ["a", "b", "x"],
+  },
+  {
+    name: "oneOf split by the keys present (required keys and tags)",
+    schema: { type: "object", properties: { o: { oneOf: [{ properties: { kind: { const: "a" } }, required: ["x"] }, { properties: { kind: { const: "b" } }, required: ["y"] }] } }, additionalProperties: false },
+    // (declared properties first, then the required ones not declared: the grammar's order)
+    valid: [{ o: { x: 1 } }, { o: { y: 1 } }, { o: { kind: "a", x: 1, y: 2 } }, { o: { kind: "a", x: 1 } }, { o: { kind: "b", y: 1 } }, { o: { y: 1, z: 0 } }],
+    invalid: [{ o: { x: 1, y: 1 } }, { o: {} }, { o: 5 }, { o: { x: 1, kind: "b" } }, { o: { y: 1, kind: "a" } }],
+    keys: ["o", "x", "y", "kind", "z"],
+  },
+  {
     name: "an other key may be a proper prefix of a declared name (or extend one)",
     schema: { type: "object", properties: { ice_man: { type: "object" } }, additionalProperties: { type: "integer" } },
     valid: [{ ice: 1 }, { ice_: 2 }, { ice_man: {} }, { ice_many: 3 }, { "": 4 }],
