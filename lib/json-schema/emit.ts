@@ -10,7 +10,7 @@ import { Normalizer, type Property, type SchemaNode } from "./normalize.js";
 
 type ObjectNode = Extract<SchemaNode, { kind: "object" }>;
 import { DefaultNormalizer } from "./normalize-default.js";
-import { dfaStringRule, jsonStringLiteral } from "./regex-gbnf.js";
+import { dfaStringRule, dfaTextRule, jsonStringLiteral } from "./regex-gbnf.js";
 import { LengthsBesidePattern, regexStringRule } from "./regex-gbnf.js";
 import { InvalidPattern, UnsupportedPattern, patternToRule } from "./pattern.js";
 import type { RefTable } from "./refs.js";
@@ -111,6 +111,8 @@ export class Emitter {
         return rules.add(ruleName, node.rule);
       case "not-strings":
         return rules.add(ruleName, this.notStrings(node.values));
+      case "number-dfa":
+        return dfaTextRule(node.dfa, ruleName, rules);
       case "string-dfa":
         return dfaStringRule(node.dfa, ruleName, rules);
       case "never":

@@ -12,6 +12,7 @@ import { MergeConflict, mergeSchemas } from "./merge.js";
 import { Normalizer, type Member, type Property, type SchemaNode } from "./normalize.js";
 import { FORMAT_PATTERNS, UNSUPPORTED_FORMATS } from "./formats.js";
 import { numberRangeRule } from "./number-range.js";
+import { decimalRatio, multipleOfDfa } from "./multiple-of.js";
 import { ValueValidator, enumeratedValues } from "./validate-value.js";
 import { Disjointness } from "./disjoint.js";
 import { keyRegions, stringSchemaDfa, type KeyRegion } from "./key-regions.js";
@@ -790,6 +791,44 @@ export class DefaultNormalizer extends Normalizer {
     return { kind: "string-length", min, max };
   }
 
+  /**
+   * multipleOf other than 1 (multiple-of.ts): with no bounds, or a lower bound of 0, the
+   * multiples' automaton; with both bounds, the multiples between them listed (at most 1,000);
+   * otherwise null (refused).
+   */
+  private multipleNode(m: number, integer: boolean, lo: { v: number | null; ex: boolean }, hi: { v: number | null; ex: boolean }, where: string): SchemaNode | null {
+    const ratio = decimalRatio(m);
+    if (ratio === null) return null;
+    if (hi.v === null && (lo.v === null || lo.v === 0)) {
+      const dfa = multipleOfDfa(m, { integer, signs: lo.v === null ? "any" : lo.ex ? "positive" : "nonNegative" });
+      return dfa === null ? null : { kind: "number-dfa", dfa };
+    }
+    if (lo.v === null || hi.v === null) return null;
+    // x·10^k as a fraction num/den, exactly (the double's shortest decimal digits)
+    const scaled = (x: number): [bigint, bigint] => {
+      const [mant, e] = Math.abs(x).toExponential().split("e");
+      const digits = BigInt(mant!.replace(".", "")) * (x < 0 ? -1n : 1n);
+      const shift = Number(e) - (mant!.replace(".", "").length - 1) + ratio.k;
+      return shift >= 0 ? [digits * 10n ** BigInt(shift), 1n] : [digits, 10n ** BigInt(-shift)];
+    };
+    const floorDiv = (a: bigint, b: bigint): bigint => (a >= 0n ? a / b : -((-a + b - 1n) / b));
+    const [ln, ld] = scaled(lo.v);
+    const [hn, hd] = scaled(hi.v);
+    // multiples n·p of 10^-k with lo <= n·p/10^k <= hi (exclusive where said)
+    let first = -floorDiv(-ln, ld * ratio.p);
+    let last = floorDiv(hn, hd * ratio.p);
+    if (lo.ex && first * ratio.p * ld === ln) first++;
+    if (hi.ex && last * ratio.p * hd === hn) last--;
+    if (last - first >= 1000n) return null;
+    const values: number[] = [];
+    for (let n = first; n <= last; n++) {
+      const v = Number(`${n * ratio.p}e-${ratio.k}`);
+      if (!integer || Number.isInteger(v)) values.push(v);
+    }
+    if (values.length === 0) return { kind: "never", keyword: "multipleOf", where: pointerJoin(where, "multipleOf"), reason: "no multiple lies between the bounds" };
+    return values.length === 1 ? { kind: "const", value: values[0] } : { kind: "enum", values };
+  }
+
   private numberNode(schema: Json, type: "number" | "integer", where: string): SchemaNode {
     const consumed = ["type", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"];
     let integer = type === "integer";
@@ -801,7 +840,6 @@ export class DefaultNormalizer extends Normalizer {
         consumed.push("multipleOf");
       }
     }
-    this.leftovers(schema, where, consumed, new Set([type]), `on type ${type}`);
     // draft 4: exclusiveMinimum/Maximum as booleans beside minimum/maximum
     const bound = (key: "minimum" | "maximum"): { v: number | null; ex: boolean } => {
       const exKey = key === "minimum" ? "exclusiveMinimum" : "exclusiveMaximum";
@@ -823,6 +861,10 @@ export class DefaultNormalizer extends Normalizer {
     };
     const lo = bound("minimum");
     const hi = bound("maximum");
+    const multiple = typeof mult === "number" && mult !== 1 ? this.multipleNode(mult, integer, lo, hi, where) : null;
+    if (multiple !== null) consumed.push("multipleOf");
+    this.leftovers(schema, where, consumed, new Set([type]), `on type ${type}`);
+    if (multiple !== null) return multiple;
     if (integer) {
       let min: bigint | null = null;
       let max: bigint | null = null;

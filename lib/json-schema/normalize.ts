@@ -55,6 +55,8 @@ export type SchemaNode =
   | { kind: "number-range"; rule: string }
   /** A JSON string that is none of `values` (`not: {enum}` on a string). */
   | { kind: "not-strings"; values: string[] }
+  /** A number whose text a DFA accepts (default mode: multipleOf, multiple-of.ts). */
+  | { kind: "number-dfa"; dfa: Dfa }
   /** A JSON string whose decoded text a DFA accepts (default mode: a oneOf of string schemas). */
   | { kind: "string-dfa"; dfa: Dfa }
   /** No value is valid (`enum` values all excluded, a required property that admits nothing). */

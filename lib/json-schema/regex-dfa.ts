@@ -129,7 +129,7 @@ export function regexToDfa(re: Regex): Dfa {
 }
 
 /** Subset-style construction shared by the builders: states are keyed by a JSON-able label. */
-function determinize<L>(start: L, accepting: (l: L) => boolean, next: (l: L) => Array<{ ranges: Ranges; target: L }>): Dfa {
+export function determinize<L>(start: L, accepting: (l: L) => boolean, next: (l: L) => Array<{ ranges: Ranges; target: L }>): Dfa {
   const ids = new Map<string, number>();
   const labels: L[] = [];
   const edges: Edge[][] = [];

@@ -277,20 +277,32 @@ export function patternDfa(pattern: string, dotall: boolean): Dfa {
  * with a different rule already there (they reference each other by name).
  */
 export function dfaStringRule(d: Dfa, name: string, rules: RuleSet): string {
+  return dfaRule(d, name, rules, true);
+}
+
+/**
+ * The same for text written as it is (a number: `multiple-of.ts`), no quotes: a state that
+ * accepts may end there.
+ */
+export function dfaTextRule(d: Dfa, name: string, rules: RuleSet): string {
+  return dfaRule(d, name, rules, false);
+}
+
+function dfaRule(d: Dfa, name: string, rules: RuleSet, quoted: boolean): string {
   const bodiesFor = (prefix: string): string[] =>
     d.edges.map((edges, s) => {
       const alts: string[] = [];
       for (const e of edges) {
         let set: string;
         try {
-          set = jsonCharSet(e.ranges);
+          set = quoted ? jsonCharSet(e.ranges) : gbnfClass(e.ranges);
         } catch (err) {
           if (err instanceof UnsupportedPattern) continue; // only surrogates: no JSON spelling
           throw err;
         }
         alts.push(`${set} ${prefix}${e.to}`);
       }
-      if (d.accept[s]) alts.push('"\\""');
+      if (d.accept[s]) alts.push(quoted ? '"\\""' : '""');
       return alts.length === 0 ? "[^\\x00-\\U0010FFFF]" : alts.join(" | ");
     });
   for (let k = 0; ; k++) {
@@ -298,6 +310,6 @@ export function dfaStringRule(d: Dfa, name: string, rules: RuleSet): string {
     const bodies = bodiesFor(prefix);
     if (bodies.some((b, s) => (rules.get(`${prefix}${s}`) ?? b) !== b)) continue;
     bodies.forEach((b, s) => rules.add(`${prefix}${s}`, b));
-    return rules.add(name, `"\\"" ${prefix}0`);
+    return rules.add(name, quoted ? `"\\"" ${prefix}0` : `${prefix}0`);
   }
 }

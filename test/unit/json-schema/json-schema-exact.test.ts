@@ -19,7 +19,9 @@ import { dfaStringRule, patternDfa } from "../../../lib/json-schema/regex-gbnf.j
 import { RuleSet } from "../../../lib/json-schema/rules.js";
 import { GbnfMatcher } from "./json-schema-gbnf-match.js";
 
-const ajv = new Ajv2020({ strict: false, allErrors: false, validateFormats: true });
+// multipleOf in decimal terms (10.99 is a multiple of 0.01), as the corpus labels it; a double's
+// division says otherwise
+const ajv = new Ajv2020({ strict: false, allErrors: false, validateFormats: true, multipleOfPrecision: 9 });
 const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (a: Ajv2020) => void;
 addFormats(ajv);
 
@@ -155,6 +157,22 @@ const CASES: Case[] = [
     valid: [{ o: { x: 1 } }, { o: { y: 1 } }, { o: { kind: "a", x: 1, y: 2 } }, { o: { kind: "a", x: 1 } }, { o: { kind: "b", y: 1 } }, { o: { y: 1, z: 0 } }],
     invalid: [{ o: { x: 1, y: 1 } }, { o: {} }, { o: 5 }, { o: { x: 1, kind: "b" } }, { o: { y: 1, kind: "a" } }],
     keys: ["o", "x", "y", "kind", "z"],
+  },
+  {
+    name: "multipleOf: the multiples' automaton (decimal divisors too), or the multiples between two bounds",
+    schema: {
+      type: "object",
+      properties: {
+        cents: { type: "number", multipleOf: 0.01, minimum: 0 },
+        four: { type: "integer", multipleOf: 4 },
+        half: { type: "number", multipleOf: 2.5, exclusiveMinimum: 0 },
+        box: { type: "integer", multipleOf: 3, minimum: 4, exclusiveMaximum: 15 },
+      },
+      additionalProperties: false,
+    },
+    valid: [{ cents: 10.99 }, { cents: 0 }, { cents: 10 }, { cents: 0.5 }, { four: -8 }, { four: 0 }, { four: 100 }, { half: 7.5 }, { half: 10 }, { box: 6 }, { box: 12 }],
+    invalid: [{ cents: 10.001 }, { cents: -1 }, { four: 6 }, { four: 4.5 }, { half: 0 }, { half: 1 }, { half: -2.5 }, { box: 3 }, { box: 15 }, { box: 7 }],
+    keys: ["cents", "four", "half", "box"],
   },
   {
     name: "an other key may be a proper prefix of a declared name (or extend one)",
