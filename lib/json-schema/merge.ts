@@ -12,7 +12,12 @@ type Json = Record<string, unknown>;
 const isObject = (v: unknown): v is Json => typeof v === "object" && v !== null && !Array.isArray(v);
 
 export class MergeConflict extends Error {
-  constructor(readonly keyword: string, message: string) {
+  /** `empty`: the two sides have no value in common (not a merge this module lacks). */
+  constructor(
+    readonly keyword: string,
+    message: string,
+    readonly empty = false,
+  ) {
     super(message);
   }
 }
@@ -52,7 +57,7 @@ function mergeTypes(a: unknown, b: unknown): unknown {
     else if (t === "number" && bs.includes("integer")) out.push("integer");
   }
   const uniq = [...new Set(out)];
-  if (uniq.length === 0) throw new MergeConflict("type", `the types ${jsonDump(a)} and ${jsonDump(b)} have nothing in common`);
+  if (uniq.length === 0) throw new MergeConflict("type", `the types ${jsonDump(a)} and ${jsonDump(b)} have nothing in common`, true);
   return uniq.length === 1 ? uniq[0] : uniq;
 }
 
@@ -60,7 +65,7 @@ function mergeTypes(a: unknown, b: unknown): unknown {
 export function mergeSchemas(a: unknown, b: unknown): unknown {
   if (a === true || (isObject(a) && Object.keys(a).length === 0)) return b;
   if (b === true || (isObject(b) && Object.keys(b).length === 0)) return a;
-  if (a === false || b === false) throw new MergeConflict("false", "a false schema accepts nothing");
+  if (a === false || b === false) throw new MergeConflict("false", "a false schema accepts nothing", true);
   if (!isObject(a) || !isObject(b)) throw new MergeConflict("allOf", "a component that is not a schema");
   const out: Json = { ...a };
   for (const [k, bv] of Object.entries(b)) {
@@ -86,10 +91,12 @@ export function mergeSchemas(a: unknown, b: unknown): unknown {
       out[k] = { allOf: [av, bv] };
     } else if (k === "allOf" && Array.isArray(av) && Array.isArray(bv)) out[k] = [...av, ...bv];
     else if (k === "uniqueItems") out[k] = av === true || bv === true;
+    // ¬a ∧ ¬b = ¬(a ∨ b)
+    else if (k === "not") out[k] = { anyOf: [av, bv] };
     else throw new MergeConflict(k, `two different values of ${JSON.stringify(k)} cannot be merged`);
   }
-  // additionalProperties is relative to its own schema's properties: merging it with properties
-  // from the other side would change what it admits
+  // additionalProperties is relative to its own schema's properties: a property only the other
+  // side declares is one of its additional properties, so its schema joins that property's
   for (const [x, y] of [
     [a, b],
     [b, a],
@@ -97,13 +104,18 @@ export function mergeSchemas(a: unknown, b: unknown): unknown {
     if (Object.hasOwn(x, "additionalProperties") && x["additionalProperties"] !== true && isObject(y["properties"])) {
       const own = isObject(x["properties"]) ? x["properties"] : {};
       const extra = Object.keys(y["properties"]).filter((n) => !Object.hasOwn(own, n));
-      if (extra.length > 0 || Object.hasOwn(y, "patternProperties")) {
-        throw new MergeConflict("additionalProperties", "additionalProperties merged with properties declared in another allOf component");
+      if (extra.length === 0) continue;
+      // (with patterns on either side, which keys are "additional" depends on them)
+      if (Object.hasOwn(x, "patternProperties") || Object.hasOwn(y, "patternProperties")) {
+        throw new MergeConflict("additionalProperties", "additionalProperties merged with properties declared in another allOf component beside patternProperties");
       }
+      const props = { ...(out["properties"] as Json) };
+      for (const n of extra) props[n] = { allOf: [props[n], x["additionalProperties"]] };
+      out["properties"] = props;
     }
   }
   if (Object.hasOwn(out, "const") && Object.hasOwn(out, "enum") && Array.isArray(out["enum"])) {
-    if (!out["enum"].some((v) => jsonDump(v) === jsonDump(out["const"]))) throw new MergeConflict("const", "const is not among the enum values");
+    if (!out["enum"].some((v) => jsonDump(v) === jsonDump(out["const"]))) throw new MergeConflict("const", "const is not among the enum values", true);
   }
   return out;
 }

@@ -14,6 +14,7 @@ import { FORMAT_PATTERNS, UNSUPPORTED_FORMATS } from "./formats.js";
 import { numberRangeRule } from "./number-range.js";
 import { decimalRatio, multipleOfDfa } from "./multiple-of.js";
 import { ValueValidator, enumeratedValues } from "./validate-value.js";
+import { withoutNot as complementOf, type ComplementContext } from "./complement.js";
 import { Disjointness } from "./disjoint.js";
 import { keyRegions, stringSchemaDfa, type KeyRegion } from "./key-regions.js";
 import { InvalidPattern, UnsupportedPattern } from "./pattern.js";
@@ -37,6 +38,8 @@ const FAMILY: ReadonlyArray<[JsonType, readonly string[]]> = [
   ["number", NUMBER_WORDS],
 ];
 
+/** Strings a string must not be (a DFA; set by `not`, complement.ts). */
+const EXCLUDED_STRINGS: unique symbol = Symbol("excluded strings");
 /** A oneOf of string schemas already decided as one automaton (exactlyOneString). */
 const STRING_DFA: unique symbol = Symbol("string automaton");
 /** Keys an object must not have (set by `not: {required}` and dependentRequired branches). */
@@ -66,9 +69,25 @@ export class DefaultNormalizer extends Normalizer {
   private readonly values = new ValueValidator(this.refs);
   private readonly disjointness: Disjointness;
 
+  private readonly complementContext: ComplementContext;
+
   constructor(refs: RefTable, report: Reporter, private readonly dotall = false) {
     super(refs, report);
     this.disjointness = new Disjointness(refs, this.values, dotall);
+    this.complementContext = {
+      inlined: (x) => this.inlinedOrNull(x as Json) ?? x,
+      stringDfa: (x) => {
+        try {
+          return stringSchemaDfa(x, refs, dotall);
+        } catch (e) {
+          if (e instanceof UnsupportedPattern || e instanceof InvalidPattern) return null;
+          throw e;
+        }
+      },
+      validate: (x, v) => this.values.validate(x, v),
+      forbidden: FORBIDDEN,
+      excludedStrings: EXCLUDED_STRINGS,
+    };
   }
 
   protected override node(raw: unknown, where: string): SchemaNode {
@@ -92,6 +111,7 @@ export class DefaultNormalizer extends Normalizer {
       if (node !== null) return node;
     }
     schema = this.merged(schema, where);
+    if (has(schema, "if")) schema = this.merged(this.withoutIf(schema), where);
     if (has(schema, "not") && !has(schema, "const") && !has(schema, "enum") && !has(schema, "$ref") && !has(schema, "anyOf") && !has(schema, "oneOf")) {
       const r = this.withoutNot(schema, where);
       if (r.node !== undefined) return r.node;
@@ -158,6 +178,18 @@ export class DefaultNormalizer extends Normalizer {
   }
 
   /**
+   * `if`/`then`/`else` as alternatives: (if ∧ then) ∨ (¬if ∧ else), `not` taken by the usual
+   * rules (complement.ts); a missing `then` or `else` is `{}`, and `if` alone says nothing.
+   */
+  private withoutIf(schema: Json): Json {
+    const { if: cond, then: yes, else: no, ...rest } = schema;
+    if (yes === undefined && no === undefined) return rest;
+    if (yes === undefined) return { ...rest, anyOf: [cond, no] };
+    if (no === undefined) return { ...rest, anyOf: [{ not: cond }, yes] };
+    return { ...rest, anyOf: [{ allOf: [cond, yes] }, { allOf: [no, { not: cond }] }] };
+  }
+
+  /**
    * `not` where its complement is a schema again: `not not X` is X; `not {type}` narrows the
    * types; `not {required: [k]}` (or `not {anyOf: [{required: [k]}, ...]}`) forbids the keys;
    * `not {enum/const}` of strings (and null) on a plain string is a string that is none of them.
@@ -174,6 +206,7 @@ export class DefaultNormalizer extends Normalizer {
         return { schema: mergeSchemas(rest, this.inlined(n["not"], where)) as Json };
       } catch (e) {
         if (!(e instanceof MergeConflict)) throw e;
+        if (e.empty) return { node: { kind: "never", keyword: "not", where: pointerJoin(where, "not"), reason: e.message } };
         return { schema };
       }
     }
@@ -188,18 +221,6 @@ export class DefaultNormalizer extends Normalizer {
       left = [...new Set(left)];
       return { schema: { ...rest, type: left.length === 1 ? left[0] : left } };
     }
-    const single = (x: unknown): string | null =>
-      isObject(x) && Array.isArray(x["required"]) && x["required"].length === 1 && typeof x["required"][0] === "string" && Object.keys(x).every((k) => k === "required" || !ASSERTION_KEYWORDS.includes(k))
-        ? (x["required"][0] as string)
-        : null;
-    let keys: string[] | null = null;
-    if (words.length === 1 && words[0] === "required" && single(n) !== null) keys = [single(n)!];
-    if (words.length === 1 && words[0] === "anyOf" && Array.isArray(n["anyOf"]) && n["anyOf"].every((x) => single(x) !== null)) keys = n["anyOf"].map((x) => single(x)!);
-    if (keys !== null) {
-      const types = this.typesOf(rest);
-      const prior = (rest as Record<symbol, unknown>)[FORBIDDEN] as string[] | undefined;
-      return { schema: { ...rest, ...(types === "any" ? { type: ALL_TYPES } : {}), [FORBIDDEN]: [...(prior ?? []), ...keys] } };
-    }
     if (words.every((k) => k === "enum" || k === "const")) {
       const values = has(n, "const") ? [n["const"]] : Array.isArray(n["enum"]) ? (n["enum"] as unknown[]) : null;
       const strings = values?.filter((v): v is string => typeof v === "string");
@@ -209,7 +230,11 @@ export class DefaultNormalizer extends Normalizer {
         return { node: { kind: "not-strings", values: strings } };
       }
     }
-    return { schema };
+    // the general case, type by type (complement.ts)
+    const branches = complementOf(rest, n, this.complementContext);
+    if (branches === null) return { schema };
+    if (branches.length === 0) return { node: { kind: "never", keyword: "not", where: pointerJoin(where, "not"), reason: "not excludes every value the schema admits" } };
+    return { schema: branches.length === 1 ? branches[0]! : { anyOf: branches } };
   }
 
   /**
@@ -218,47 +243,62 @@ export class DefaultNormalizer extends Normalizer {
    * The alternatives are disjoint, so the union is exact. Null when there is nothing to split.
    */
   private dependencyBranches(schema: Json, where: string): Json[] | null {
-    const key = has(schema, "dependentRequired") ? "dependentRequired" : has(schema, "dependencies") ? "dependencies" : null;
-    if (key === null) return null;
+    const key = ["dependentRequired", "dependentSchemas", "dependencies"].find((k) => has(schema, k) && !isVacuous(k, schema[k]));
+    if (key === undefined) return null;
     const deps = schema[key];
-    if (!isObject(deps) || !Object.values(deps).every((v) => Array.isArray(v) && v.every((x) => typeof x === "string"))) return null;
-    if (schema["type"] !== "object" && !(Array.isArray(schema["type"]) && schema["type"].length === 1 && schema["type"][0] === "object")) return null;
+    if (!isObject(deps)) return null;
+    const types = schema["type"] === undefined ? ALL_TYPES : Array.isArray(schema["type"]) ? (schema["type"] as string[]) : [schema["type"] as string];
+    if (!types.includes("object")) return null;
     const { [key]: _, ...rest } = schema;
     const required = new Set(Array.isArray(rest["required"]) ? (rest["required"] as string[]) : []);
     const closed = rest["additionalProperties"] === false && !has(rest, "patternProperties");
     const declared = isObject(rest["properties"]) ? new Set(Object.keys(rest["properties"])) : new Set<string>();
-    // triggers that matter: not already required-with-dependents, and able to appear
-    const forced: string[] = [];
-    const triggers: Array<[string, string[]]> = [];
-    for (const [k, v] of Object.entries(deps) as Array<[string, string[]]>) {
-      const missing = v.filter((x) => !required.has(x));
-      if (missing.length === 0) continue;
-      if (closed && !declared.has(k)) continue;
-      if (required.has(k)) forced.push(...missing);
-      else triggers.push([k, missing]);
+    // triggers that matter: able to appear, and adding something; a trigger already required
+    // applies in every branch
+    let forced: Json = {};
+    const triggers: Array<[string, Json]> = [];
+    for (const [k, v] of Object.entries(deps)) {
+      const dep: Json | null = Array.isArray(v) ? (v.every((x) => typeof x === "string") ? { required: v } : null) : v === true ? {} : isObject(v) ? v : v === false ? { not: {} } : null;
+      if (dep === null) return null;
+      if (Array.isArray(v) && v.every((x) => required.has(x as string))) continue;
+      if (Object.keys(dep).length === 0 || (closed && !declared.has(k))) continue;
+      if (required.has(k)) forced = { allOf: [...((forced["allOf"] as unknown[]) ?? []), dep] };
+      else triggers.push([k, dep]);
     }
     if (2 ** triggers.length > MAX_DEPENDENCY_BRANCHES) {
       this.report.unsupported(key, `${key} with ${triggers.length} independent trigger keys (more than ${Math.log2(MAX_DEPENDENCY_BRANCHES)}) is not supported`, pointerJoin(where, key));
       return null;
     }
-    const out: Json[] = [];
+    // the values that are no object: the dependencies say nothing about them
+    const out: Json[] = types.length > 1 ? [{ ...rest, type: types.filter((t) => t !== "object") }] : [];
+    const prior = ((rest as Record<symbol, unknown>)[FORBIDDEN] as string[] | undefined) ?? [];
     for (let mask = 0; mask < 2 ** triggers.length; mask++) {
-      const req = new Set([...required, ...forced]);
+      const present: Json[] = [];
+      const req = new Set(required);
       const forbid: string[] = [];
-      triggers.forEach(([k, v], i) => {
+      triggers.forEach(([k, dep], i) => {
         if (mask & (1 << i)) {
           req.add(k);
-          for (const x of v) req.add(x);
+          present.push(dep);
         } else forbid.push(k);
       });
+      // one branch per choice of present triggers, each with its dependencies merged in (the
+      // branches differ in which triggers are present, so they are disjoint)
+      let branch: unknown = { ...rest, type: "object", required: [...req], [FORBIDDEN]: [...prior, ...forbid] };
+      try {
+        for (const dep of [forced, ...present]) if (Object.keys(dep).length > 0) branch = mergeSchemas(branch, this.inlined(dep, where));
+      } catch (e) {
+        if (!(e instanceof MergeConflict)) throw e;
+        this.report.unsupported(key, `${key}: ${e.message}`, pointerJoin(where, key));
+        return null;
+      }
+      if (!isObject(branch)) continue;
+      const b = branch as Json & Record<symbol, unknown>;
+      b[FORBIDDEN] = [...prior, ...forbid];
+      const breq = Array.isArray(b["required"]) ? (b["required"] as string[]) : [];
       // a branch that forbids a key it also requires matches nothing
-      if (forbid.some((k) => req.has(k))) continue;
-      const prior = ((rest as Record<symbol, unknown>)[FORBIDDEN] as string[] | undefined) ?? [];
-      out.push({ ...rest, required: [...req], [FORBIDDEN]: [...prior, ...forbid] });
-    }
-    if (out.length === 0) {
-      this.report.unsupported(key, `${key} leaves no object that can be valid`, pointerJoin(where, key));
-      return null;
+      if (forbid.some((k) => breq.includes(k))) continue;
+      out.push(b);
     }
     return out;
   }
@@ -290,17 +330,19 @@ export class DefaultNormalizer extends Normalizer {
           try {
             out.push(mergeSchemas(rest, this.inlined(alt, where)));
           } catch (e) {
-            if (!(e instanceof MergeConflict) || e.keyword !== "type") throw e;
-            // an alternative whose type the siblings exclude matches nothing: dropped
+            if (!(e instanceof MergeConflict) || !e.empty) throw e;
+            // an alternative with no value in common with the siblings matches nothing: dropped
           }
         }
-        if (out.length === 0) this.report.unsupported(key, `no alternative of ${key} is compatible with the keywords beside it`, pointerJoin(where, key));
+        if (out.length === 0) return { anyOf: [false] };
         const keptAnnotations = Object.fromEntries(Object.entries(rest).filter(([k]) => !ASSERTION_KEYWORDS.includes(k)));
         s = { ...keptAnnotations, [key]: out.length > 0 ? out : alts };
         break;
       }
     } catch (e) {
       if (!(e instanceof MergeConflict)) throw e;
+      // parts with no value in common: the schema admits nothing (a never, dropped where it stands)
+      if (e.empty) return { anyOf: [false] };
       this.report.unsupported(e.keyword, `${e.message} (merging allOf or keywords next to $ref/anyOf/oneOf)`, pointerJoin(where, e.keyword));
       return schema;
     }
@@ -763,6 +805,18 @@ export class DefaultNormalizer extends Normalizer {
     const min = this.count(schema, "minLength", where) ?? 0;
     const max = this.count(schema, "maxLength", where) ?? Infinity;
     if (min > max) this.report.invalid(`minLength ${min} is greater than maxLength ${max}`, where);
+    const excluded = (schema as Record<symbol, unknown>)[EXCLUDED_STRINGS] as Dfa | undefined;
+    if (excluded !== undefined) {
+      // strings a `not` took out: the string keywords' automaton minus them
+      const words = ["pattern", "minLength", "maxLength", ...(typeof schema["format"] === "string" && FORMAT_PATTERNS.has(schema["format"]) ? ["format"] : [])].filter((k) => has(schema, k));
+      const base = this.complementContext.stringDfa(Object.fromEntries(words.map((k) => [k, schema[k]])));
+      if (base !== null) {
+        this.leftovers(schema, where, ["type", ...words], new Set(["string"]), "on a string");
+        const d = minimize(difference(base, excluded));
+        return isEmpty(d) ? { kind: "never", keyword: "not", where: pointerJoin(where, "not"), reason: "not excludes every string" } : { kind: "string-dfa", dfa: d };
+      }
+      this.report.unsupported("not", "not beside string keywords beyond the automata is not supported", pointerJoin(where, "not"));
+    }
     const consumed = ["type", "minLength", "maxLength"];
     let pattern: string | null = null;
     let patternWhere = pointerJoin(where, "pattern");

@@ -175,6 +175,45 @@ const CASES: Case[] = [
     keys: ["cents", "four", "half", "box"],
   },
   {
+    name: "not, type by type: strings by automaton, numbers by the bounds' other side, objects by required keys or one property",
+    schema: {
+      type: "object",
+      properties: {
+        s: { type: "string", not: { pattern: "^a" } },
+        u: { not: { minLength: 2 } },
+        n: { type: "number", not: { minimum: 0, maximum: 10 } },
+        o: { type: "object", not: { required: ["p", "q"] } },
+        t: { type: "object", not: { properties: { kind: { const: "x" } } } },
+        e: { not: { enum: ["a", "b"] } },
+      },
+      additionalProperties: false,
+    },
+    valid: [{ s: "b" }, { s: "" }, { u: "x" }, { u: "" }, { n: -1 }, { n: 10.5 }, { o: { p: 1 } }, { o: {} }, { t: { kind: "y" } }, { t: { kind: 1 } }, { e: "c" }, { e: 5 }, { e: null }],
+    invalid: [{ s: "ab" }, { u: "xy" }, { u: 5 }, { n: 0 }, { n: 10 }, { n: 5 }, { o: { p: 1, q: 2 } }, { t: {} }, { t: { kind: "x" } }, { e: "a" }],
+    keys: ["s", "u", "n", "o", "t", "e", "p", "q", "kind"],
+  },
+  {
+    name: "if/then/else as (if and then) or (not if and else)",
+    schema: { type: "object", properties: { kind: { type: "string" }, v: {} }, if: { properties: { kind: { const: "num" } } }, then: { properties: { v: { type: "number" } } }, else: { properties: { v: { type: "string" } } }, additionalProperties: false },
+    valid: [{ kind: "num", v: 1 }, { kind: "str", v: "x" }, { v: 1 }, { kind: "str" }, {}],
+    invalid: [{ kind: "num", v: "x" }, { kind: "str", v: 1 }, { v: "x" }, { kind: 1 }],
+    keys: ["kind", "v"],
+  },
+  {
+    name: "dependencies with schemas; one allOf part's additionalProperties over the other part's properties",
+    schema: {
+      type: "object",
+      properties: {
+        x: { type: "object", properties: { a: { type: "integer" }, b: { type: "integer" } }, dependencies: { a: { properties: { b: { minimum: 5 } }, required: ["b"] } } },
+        y: { allOf: [{ type: "object", properties: { p: { type: "integer" } }, additionalProperties: { type: "string" } }, { properties: { q: {} } }] },
+      },
+      additionalProperties: false,
+    },
+    valid: [{ x: {} }, { x: { b: 1 } }, { x: { a: 1, b: 5 } }, { y: { p: 1 } }, { y: { q: "s" } }, { y: { p: 1, q: "t", r: "u" } }],
+    invalid: [{ x: { a: 1 } }, { x: { a: 1, b: 4 } }, { y: { q: 1 } }, { y: { r: 1 } }],
+    keys: ["x", "y", "a", "b", "p", "q", "r"],
+  },
+  {
     name: "an other key may be a proper prefix of a declared name (or extend one)",
     schema: { type: "object", properties: { ice_man: { type: "object" } }, additionalProperties: { type: "integer" } },
     valid: [{ ice: 1 }, { ice_: 2 }, { ice_man: {} }, { ice_many: 3 }, { "": 4 }],
