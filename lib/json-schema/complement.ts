@@ -10,6 +10,7 @@
  * counterpart (llama.cpp drops `not`).
  */
 import { ASSERTION_KEYWORDS, constrains, isVacuous, valueHasType, type JsonType } from "./keywords.js";
+import { EXCLUDED_STRINGS, FORBIDDEN } from "./markers.js";
 import { mergeSchemas } from "./merge.js";
 import { stringsDfa, union, type Dfa } from "./regex-dfa.js";
 import type { Verdict } from "./validate-value.js";
@@ -29,9 +30,6 @@ export interface ComplementContext {
   /** The strings a schema of string keywords admits, or null past the automata. */
   stringDfa(s: Json): Dfa | null;
   validate(schema: unknown, v: unknown): Verdict;
-  /** Symbols the normalizer reads: keys an object must not have, strings a string must not be. */
-  readonly forbidden: symbol;
-  readonly excludedStrings: symbol;
 }
 
 /** The types `s` admits by its `type` (all when it has none), `integer` listed apart from `number`. */
@@ -111,7 +109,7 @@ function flat(rest: Json, n: Json, ctx: ComplementContext): Json[] | null {
         if (ok) kept.push(v);
       }
       if (kept.length === 0) out.push(typed());
-      else if (t === "string") out.push(typed({ [ctx.excludedStrings]: excluded(rest, ctx, stringsDfa(kept as string[])) }));
+      else if (t === "string") out.push(typed({ [EXCLUDED_STRINGS]: excluded(rest, stringsDfa(kept as string[])) }));
       else if (t === "boolean") {
         const left = [true, false].filter((b) => !kept.includes(b));
         if (left.length > 0) out.push(typed({ const: left[0] }));
@@ -121,7 +119,7 @@ function flat(rest: Json, n: Json, ctx: ComplementContext): Json[] | null {
     if (t === "string" && own.every((k) => STRING_WORDS.includes(k))) {
       const lang = ctx.stringDfa(Object.fromEntries(own.map((k) => [k, n[k]])));
       if (lang === null) return null;
-      out.push(typed({ [ctx.excludedStrings]: excluded(rest, ctx, lang) }));
+      out.push(typed({ [EXCLUDED_STRINGS]: excluded(rest, lang) }));
     } else if ((t === "number" || t === "integer") && own.every((k) => BOUNDS.includes(k))) {
       if (own.some((k) => typeof n[k] !== "number")) return null; // draft-4 boolean exclusives
       // below n's lower bound, or above its upper one
@@ -141,9 +139,9 @@ function flat(rest: Json, n: Json, ctx: ComplementContext): Json[] | null {
       // some required key absent: the first one absent, the ones before it present
       const keys = (n["required"] as unknown[]).filter((k): k is string => typeof k === "string");
       const req = Array.isArray(rest["required"]) ? (rest["required"] as string[]) : [];
-      const prior = ((rest as Record<symbol, unknown>)[ctx.forbidden] as string[] | undefined) ?? [];
+      const prior = ((rest as Record<symbol, unknown>)[FORBIDDEN] as string[] | undefined) ?? [];
       keys.forEach((k, i) => {
-        if (!req.includes(k)) out.push(typed({ required: [...new Set([...req, ...keys.slice(0, i)])], [ctx.forbidden]: [...prior, k] }));
+        if (!req.includes(k)) out.push(typed({ required: [...new Set([...req, ...keys.slice(0, i)])], [FORBIDDEN]: [...prior, k] }));
       });
     } else if (t === "object" && own.every((k) => k === "properties" || k === "required") && isObject(n["properties"]) && Object.keys(n["properties"]).length === 1) {
       // n = {properties: {k: S}} (k optional or required): k present with a value not in S; or k absent when n requires it
@@ -154,8 +152,8 @@ function flat(rest: Json, n: Json, ctx: ComplementContext): Json[] | null {
       const props = isObject(rest["properties"]) ? rest["properties"] : {};
       out.push(typed({ required: [...new Set([...req, k])], properties: { ...props, [k]: { allOf: [has(props, k) ? props[k] : true, { not: s }] } } }));
       if (nreq.length > 0 && !req.includes(k)) {
-        const prior = ((rest as Record<symbol, unknown>)[ctx.forbidden] as string[] | undefined) ?? [];
-        out.push(typed({ [ctx.forbidden]: [...prior, k] }));
+        const prior = ((rest as Record<symbol, unknown>)[FORBIDDEN] as string[] | undefined) ?? [];
+        out.push(typed({ [FORBIDDEN]: [...prior, k] }));
       }
     } else return null;
   }
@@ -163,8 +161,8 @@ function flat(rest: Json, n: Json, ctx: ComplementContext): Json[] | null {
 }
 
 /** The strings already excluded from `rest` and `more`. */
-function excluded(rest: Json, ctx: ComplementContext, more: Dfa): Dfa {
-  const prior = (rest as Record<symbol, unknown>)[ctx.excludedStrings] as Dfa | undefined;
+function excluded(rest: Json, more: Dfa): Dfa {
+  const prior = (rest as Record<symbol, unknown>)[EXCLUDED_STRINGS] as Dfa | undefined;
   return prior === undefined ? more : union(prior, more);
 }
 

@@ -7,7 +7,7 @@
  * keyword and JSON pointer, as in the reference mode.
  */
 import { jsonDump, pointerJoin } from "./literal.js";
-import { ASSERTION_KEYWORDS, constrains, isVacuous, typeOfValue, valueHasType, type JsonType } from "./keywords.js";
+import { ASSERTION_KEYWORDS, isVacuous, typeOfValue, valueHasType, type JsonType } from "./keywords.js";
 import { MergeConflict, mergeSchemas } from "./merge.js";
 import { Normalizer, type Member, type Property, type SchemaNode } from "./normalize.js";
 import { FORMAT_PATTERNS, UNSUPPORTED_FORMATS } from "./formats.js";
@@ -16,10 +16,12 @@ import { decimalRatio, multipleOfDfa } from "./multiple-of.js";
 import { ValueValidator, enumeratedValues } from "./validate-value.js";
 import { withoutNot as complementOf, type ComplementContext } from "./complement.js";
 import { Disjointness } from "./disjoint.js";
+import { EXCLUDED_STRINGS, FORBIDDEN, STRING_DFA } from "./markers.js";
+import { OneOfSplitter } from "./one-of.js";
 import { keyRegions, stringSchemaDfa, type KeyRegion } from "./key-regions.js";
 import { InvalidPattern, UnsupportedPattern } from "./pattern.js";
 import { patternDfa } from "./regex-gbnf.js";
-import { difference, isEmpty, minimize, stringsDfa, union, type Dfa } from "./regex-dfa.js";
+import { difference, isEmpty, minimize, type Dfa } from "./regex-dfa.js";
 import type { RefTable } from "./refs.js";
 import type { Reporter } from "./report.js";
 
@@ -38,17 +40,9 @@ const FAMILY: ReadonlyArray<[JsonType, readonly string[]]> = [
   ["number", NUMBER_WORDS],
 ];
 
-/** Strings a string must not be (a DFA; set by `not`, complement.ts). */
-const EXCLUDED_STRINGS: unique symbol = Symbol("excluded strings");
-/** A oneOf of string schemas already decided as one automaton (exactlyOneString). */
-const STRING_DFA: unique symbol = Symbol("string automaton");
-/** Keys an object must not have (set by `not: {required}` and dependentRequired branches). */
-const FORBIDDEN: unique symbol = Symbol("forbidden keys");
 /** Most alternatives uniqueItems over an enum may enumerate, and dependentRequired may split into. */
 const MAX_UNIQUE_SEQUENCES = 200;
 const MAX_DEPENDENCY_BRANCHES = 8;
-/** Most keys a oneOf split by present keys may name (2^n choices). */
-const MAX_SPLIT_KEYS = 5;
 const ALL_TYPES: JsonType[] = ["string", "number", "boolean", "null", "array", "object"];
 
 /** Keywords a literal value is checked against (valuesNode). */
@@ -70,10 +64,15 @@ export class DefaultNormalizer extends Normalizer {
   private readonly disjointness: Disjointness;
 
   private readonly complementContext: ComplementContext;
+  private readonly oneOf: OneOfSplitter;
+  /** Merged schemas being normalized (by their text), and the refs made for those met again. */
+  private readonly activeMerged = new Set<string>();
+  private readonly mergedRefs = new Map<string, string>();
 
   constructor(refs: RefTable, report: Reporter, private readonly dotall = false) {
     super(refs, report);
     this.disjointness = new Disjointness(refs, this.values, dotall);
+    this.oneOf = new OneOfSplitter({ refs, dotall, disjointness: this.disjointness, inlined: (x) => this.inlinedOrNull(x) });
     this.complementContext = {
       inlined: (x) => this.inlinedOrNull(x as Json) ?? x,
       stringDfa: (x) => {
@@ -85,8 +84,6 @@ export class DefaultNormalizer extends Normalizer {
         }
       },
       validate: (x, v) => this.values.validate(x, v),
-      forbidden: FORBIDDEN,
-      excludedStrings: EXCLUDED_STRINGS,
     };
   }
 
@@ -110,8 +107,34 @@ export class DefaultNormalizer extends Normalizer {
       const node = this.listedNode(schema, listed, where);
       if (node !== null) return node;
     }
+    const before = schema;
     schema = this.merged(schema, where);
     if (has(schema, "if")) schema = this.merged(this.withoutIf(schema), where);
+    if (schema === before) return this.flatNode(schema, where);
+    // a merged schema met again inside itself (recursive refs merged with other keywords, through
+    // properties or items): a ref of its own, so the grammar recurses instead of unrolling forever
+    const key = `${jsonDump(schema)}\u0000${jsonDump((schema as Record<symbol, unknown>)[FORBIDDEN] ?? null)}`;
+    if (this.activeMerged.has(key)) {
+      let ref = this.mergedRefs.get(key);
+      if (ref === undefined) {
+        ref = `#/$merged/${this.mergedRefs.size}`;
+        this.mergedRefs.set(key, ref);
+        this.refs.set(ref, { schema, where });
+      }
+      return { kind: "ref", ref };
+    }
+    // (symbol-keyed constraints other than forbidden keys are not shared this way)
+    const shareable = Object.getOwnPropertySymbols(schema).every((x) => x === FORBIDDEN);
+    if (shareable) this.activeMerged.add(key);
+    try {
+      return this.flatNode(schema, where);
+    } finally {
+      if (shareable) this.activeMerged.delete(key);
+    }
+  }
+
+  /** A schema with `allOf` and the keywords beside `$ref`/`anyOf`/`oneOf` merged in. */
+  private flatNode(schema: Json, where: string): SchemaNode {
     if (has(schema, "not") && !has(schema, "const") && !has(schema, "enum") && !has(schema, "$ref") && !has(schema, "anyOf") && !has(schema, "oneOf")) {
       const r = this.withoutNot(schema, where);
       if (r.node !== undefined) return r.node;
@@ -127,7 +150,7 @@ export class DefaultNormalizer extends Normalizer {
       if (!has(schema, key)) continue;
       let alts = this.nonEmptyArray(schema[key], pointerJoin(where, key));
       if (key === "oneOf") {
-        const exact = this.exclusiveAlternatives(alts);
+        const exact = this.oneOf.exclusiveAlternatives(alts);
         if (exact === null) this.report.unsupported("oneOf", "oneOf whose alternatives may overlap (only one may match) is not supported", pointerJoin(where, key));
         else if (exact.length === 0) return { kind: "never", keyword: "oneOf", where: pointerJoin(where, key), reason: "every value the oneOf admits satisfies several of its alternatives" };
         else alts = exact;
@@ -370,119 +393,6 @@ export class DefaultNormalizer extends Normalizer {
 
   private hasAssertions(s: Json, except: string[]): boolean {
     return Object.keys(s).some((k) => !except.includes(k) && ASSERTION_KEYWORDS.includes(k) && !isVacuous(k, s[k]));
-  }
-
-  /**
-   * `oneOf` as alternatives no value matches twice (their union is then exact), or null. In
-   * turn: the alternatives proven pairwise disjoint; the types two alternatives admit whole (no
-   * keyword of theirs constrains them) taken out of all, since each such value matches both,
-   * then proven disjoint; split by the keys present (presenceSplit).
-   */
-  private exclusiveAlternatives(alts: unknown[]): unknown[] | null {
-    const disjoint = (xs: unknown[]): boolean => xs.every((x, i) => xs.every((y, j) => j <= i || this.disjointness.disjoint(x, y)));
-    if (disjoint(alts)) return alts;
-    const flat = alts.map((a) => (isObject(a) ? this.inlinedOrNull(a) : a === true ? {} : null));
-    if (!flat.every(isObject)) return null;
-    const objs = flat as Json[];
-    const whole = (o: Json, t: string): boolean => {
-      const ty = o["type"];
-      if (ty !== undefined && !(Array.isArray(ty) ? ty : [ty]).includes(t)) return false;
-      return !Object.keys(o).some((k) => k !== "type" && ASSERTION_KEYWORDS.includes(k) && !isVacuous(k, o[k]) && constrains(k, new Set([t as JsonType])));
-    };
-    const excluded = ALL_TYPES.filter((t) => objs.filter((o) => whole(o, t)).length >= 2);
-    let narrowed = objs;
-    if (excluded.length > 0) {
-      const allowed = ALL_TYPES.filter((t) => !excluded.includes(t));
-      if (allowed.length === 0) return [];
-      if (!excluded.includes("number")) allowed.push("integer");
-      narrowed = [];
-      for (const o of objs) {
-        try {
-          narrowed.push(mergeSchemas(o, { type: allowed }) as Json);
-        } catch (e) {
-          if (!(e instanceof MergeConflict)) throw e;
-          // an alternative left with no type admits nothing: dropped
-        }
-      }
-      if (narrowed.length <= 1 || disjoint(narrowed)) return narrowed;
-    }
-    return this.exactlyOneString(narrowed) ?? this.presenceSplit(narrowed);
-  }
-
-  /**
-   * Alternatives that admit strings only, each a language the automata take (key-regions.ts's
-   * stringSchemaDfa): the strings in exactly one of them, as one DFA. Null otherwise.
-   */
-  private exactlyOneString(alts: Json[]): Json[] | null {
-    if (!alts.every((a) => a["type"] === "string" || (Array.isArray(a["type"]) && a["type"].length === 1 && a["type"][0] === "string"))) return null;
-    try {
-      const dfas = alts.map((a) => stringSchemaDfa(a, this.refs, this.dotall));
-      if (dfas.some((d) => d === null)) return null;
-      let out = stringsDfa([]);
-      dfas.forEach((d, i) => {
-        let only = d!;
-        dfas.forEach((e, j) => {
-          if (j !== i) only = minimize(difference(only, e!));
-        });
-        out = minimize(union(out, only));
-      });
-      return [{ [STRING_DFA]: out }];
-    } catch (e) {
-      if (e instanceof UnsupportedPattern || e instanceof InvalidPattern) return null;
-      throw e;
-    }
-  }
-
-  /**
-   * `oneOf` over objects, split by which keys are present: the keys any alternative requires,
-   * and those some alternative tags with listed values. For each choice of present keys (the
-   * others absent), an alternative that requires an absent key is out; the ones left, each with
-   * those keys required and the others forbidden, must be pairwise disjoint (disjoint.ts), or all
-   * the same schema (then every such object matches several: none is valid). The branches are
-   * disjoint, so their union is exact, and a value that is no object matches every alternative
-   * (they constrain objects only), so none is valid. Null when that does not hold or too many keys
-   * are named; an empty list when no value is valid.
-   */
-  private presenceSplit(alts: unknown[]): Json[] | null {
-    const flat = alts.map((a) => (isObject(a) ? this.inlinedOrNull(a) : null));
-    if (!flat.every(isObject)) return null;
-    const objs = flat as Json[];
-    // what the alternatives say beyond objects must be the same in all (then a value that is no
-    // object matches all of them or none: either way it is not valid)
-    const beyond = (o: Json): string => jsonDump(Object.fromEntries(Object.entries(o).filter(([k]) => ASSERTION_KEYWORDS.includes(k) && !OBJECT_WORDS.includes(k))));
-    if (!objs.every((o) => beyond(o) === beyond(objs[0]!))) return null;
-    const t0 = objs[0]!["type"];
-    if (t0 !== undefined && !(Array.isArray(t0) ? t0 : [t0]).includes("object")) return null;
-    const req = (o: Json): string[] => (Array.isArray(o["required"]) ? (o["required"] as unknown[]).filter((k): k is string => typeof k === "string") : []);
-    const props = (o: Json): Json => (isObject(o["properties"]) ? o["properties"] : {});
-    const common = req(objs[0]!).filter((k) => objs.every((o) => req(o).includes(k)));
-    const named = new Set<string>();
-    for (const o of objs) {
-      for (const k of req(o)) named.add(k);
-      for (const [k, p] of Object.entries(props(o))) if (enumeratedValues(p, this.refs) !== null) named.add(k);
-    }
-    const keys = [...named].filter((k) => !common.includes(k));
-    if (keys.length > MAX_SPLIT_KEYS) return null;
-    const out: Json[] = [];
-    for (let mask = 0; mask < 1 << keys.length; mask++) {
-      const present = keys.filter((_, i) => mask & (1 << i));
-      const absent = keys.filter((k) => !present.includes(k));
-      const live = objs
-        .filter((o) => !req(o).some((k) => absent.includes(k)))
-        .map((o) => ({
-          ...o,
-          type: "object",
-          required: [...new Set([...req(o), ...common, ...present])].sort(),
-          properties: { ...props(o), ...Object.fromEntries(absent.map((k) => [k, false])) },
-        }));
-      if (live.length <= 1) {
-        out.push(...live);
-        continue;
-      }
-      if (live.every((x, i) => live.every((y, j) => j <= i || this.disjointness.disjoint(x, y)))) out.push(...live);
-      else if (!live.every((x) => jsonDump(x) === jsonDump(live[0]))) return null;
-    }
-    return out;
   }
 
   private inlinedOrNull(s: Json): unknown {
