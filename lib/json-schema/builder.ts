@@ -8,6 +8,7 @@
 import { LlamapegError } from "../errors.js";
 import { checkGbnf } from "../gbnf/check.js";
 import { checkSchemaDepth } from "./depth.js";
+import { asDeclaredDraft } from "./dialect.js";
 import { Emitter } from "./emit.js";
 import { resolveRefs, type RefTable } from "./refs.js";
 import { Reporter, type SchemaWarning, type UnsupportedMode } from "./report.js";
@@ -53,13 +54,14 @@ export function buildGrammar(cb: (b: GrammarBuilder) => void, options: GrammarOp
   const emitter = new Emitter(rules, refs, report, options.dotall ?? false);
   const builder: GrammarBuilder = {
     addRule: (name, body) => rules.add(name, body),
+    // the default mode reads a document as its declared draft does (dialect.ts)
     addSchema: (name, schema) => {
       checkSchemaDepth(schema, "#");
-      return emitter.addSchema(name === "root" ? "" : name, schema);
+      return emitter.addSchema(name === "root" ? "" : name, rules.reference ? schema : asDeclaredDraft(schema));
     },
     resolveRefs: (schema) => {
       checkSchemaDepth(schema, "#");
-      resolveRefs(schema, refs, report, !rules.reference);
+      resolveRefs(rules.reference ? schema : asDeclaredDraft(schema), refs, report, !rules.reference);
     },
   };
   try {

@@ -331,3 +331,25 @@ describe("still refused: a coded error naming keyword and pointer", () => {
     expect((err as LlamapegError).message).toContain("admits no value");
   });
 });
+
+describe("the declared draft decides what keywords beside $ref mean (dialect.ts)", () => {
+  const schema = (draft: string | undefined) => ({
+    ...(draft === undefined ? {} : { $schema: draft }),
+    type: "object",
+    definitions: { s: { type: "string" } },
+    properties: { a: { $ref: "#/definitions/s", maxLength: 2 } },
+    additionalProperties: false,
+  });
+  it("draft 7 ignores them, 2020-12 (and no $schema) applies them", () => {
+    const d7 = new GbnfMatcher(compileJsonSchema(schema("http://json-schema.org/draft-07/schema#")).gbnf);
+    const d2020 = new GbnfMatcher(compileJsonSchema(schema("https://json-schema.org/draft/2020-12/schema")).gbnf);
+    const none = new GbnfMatcher(compileJsonSchema(schema(undefined)).gbnf);
+    expect(d7.matches('{"a": "abc"}')).toBe(true);
+    expect(d2020.matches('{"a": "abc"}')).toBe(false);
+    expect(none.matches('{"a": "abc"}')).toBe(false);
+    for (const m of [d7, d2020, none]) {
+      expect(m.matches('{"a": "ab"}')).toBe(true);
+      expect(m.matches('{"a": 1}')).toBe(false);
+    }
+  });
+});
