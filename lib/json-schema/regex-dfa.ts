@@ -26,16 +26,23 @@ export interface Dfa {
 /** Most NFA states a regex may expand to, and most DFA states a construction may build. */
 const MAX_NFA = 20_000;
 export const MAX_DFA_STATES = 3_000;
+/** A pattern times a length counter (not minimized afterwards: a counter's states are all distinct). */
+const MAX_LENGTH_STATES = 12_000;
 
 interface Nfa {
   eps: number[][];
   sets: Array<Array<{ r: Ranges; to: number }>>;
+  /** Assertions: `^` (passable before the first character) and `$` (only at the end). */
+  starts: number[][];
+  ends: number[][];
 }
 
 function newState(n: Nfa): number {
   if (n.eps.length >= MAX_NFA) throw new UnsupportedPattern(`the pattern expands to more than ${MAX_NFA} automaton states`);
   n.eps.push([]);
   n.sets.push([]);
+  n.starts.push([]);
+  n.ends.push([]);
   return n.eps.length - 1;
 }
 
@@ -91,8 +98,13 @@ function fragment(re: Regex, n: Nfa): [number, number] {
       }
       return [s, e];
     }
-    default:
-      throw new UnsupportedPattern("an anchor inside the pattern");
+    case "start":
+    case "end": {
+      const s = newState(n);
+      const e = newState(n);
+      (re.t === "start" ? n.starts : n.ends)[s]!.push(e);
+      return [s, e];
+    }
   }
 }
 
@@ -115,21 +127,34 @@ function refine(edges: ReadonlyArray<{ r: Ranges; to: number }>): Array<{ ranges
   return [...byTargets.values()].map((g) => ({ ranges: normalizeRanges(g.ranges), targets: g.targets }));
 }
 
-/** The DFA of a regex whose anchors are resolved (every top-level branch anchored at both ends). */
+/**
+ * The DFA of a regex. Anchors are assertions, wherever they stand: `^` passes only before the
+ * first character, `$` only at the end (so an unanchored branch, `.*` on both sides, still meets
+ * an inner `^`/`$` only where the string starts or ends).
+ */
 export function regexToDfa(re: Regex): Dfa {
-  const n: Nfa = { eps: [], sets: [] };
+  const n: Nfa = { eps: [], sets: [], starts: [], ends: [] };
   const [start, end] = fragment(re, n);
-  const closure = (states: number[]): number[] => {
+  const closure = (states: number[], atStart: boolean, atEnd: boolean): number[] => {
     const seen = new Set(states);
     const work = [...states];
-    while (work.length > 0) for (const t of n.eps[work.pop()!]!) if (!seen.has(t)) (seen.add(t), work.push(t));
+    while (work.length > 0) {
+      const s = work.pop()!;
+      const next = [...n.eps[s]!, ...(atStart ? n.starts[s]! : []), ...(atEnd ? n.ends[s]! : [])];
+      for (const t of next) if (!seen.has(t)) (seen.add(t), work.push(t));
+    }
     return [...seen].sort((a, b) => a - b);
   };
-  return determinize(closure([start]), (set) => set.includes(end), (set) => refine(set.flatMap((s) => n.sets[s]!)).map((g) => ({ ranges: g.ranges, target: closure(g.targets) })));
+  // a label: the states reached, and whether no character was read yet (`^` still passable)
+  return determinize<[number[], boolean]>(
+    [closure([start], true, false), true],
+    ([set, initial]) => closure(set, initial, true).includes(end),
+    ([set]) => refine(set.flatMap((s) => n.sets[s]!)).map((g) => ({ ranges: g.ranges, target: [closure(g.targets, false, false), false] as [number[], boolean] })),
+  );
 }
 
 /** Subset-style construction shared by the builders: states are keyed by a JSON-able label. */
-export function determinize<L>(start: L, accepting: (l: L) => boolean, next: (l: L) => Array<{ ranges: Ranges; target: L }>): Dfa {
+export function determinize<L>(start: L, accepting: (l: L) => boolean, next: (l: L) => Array<{ ranges: Ranges; target: L }>, cap = MAX_DFA_STATES): Dfa {
   const ids = new Map<string, number>();
   const labels: L[] = [];
   const edges: Edge[][] = [];
@@ -138,7 +163,7 @@ export function determinize<L>(start: L, accepting: (l: L) => boolean, next: (l:
     const k = JSON.stringify(l);
     let i = ids.get(k);
     if (i === undefined) {
-      if (labels.length >= MAX_DFA_STATES) throw new UnsupportedPattern(`the automaton needs more than ${MAX_DFA_STATES} states`);
+      if (labels.length >= cap) throw new UnsupportedPattern(`the automaton needs more than ${cap} states`);
       i = labels.length;
       ids.set(k, i);
       labels.push(l);
@@ -233,7 +258,6 @@ export function stringsDfa(strings: readonly string[]): Dfa {
 export function withLength(d: Dfa, min: number, max: number): Dfa {
   // count up to max, or up to min and then saturate when there is no maximum
   const cap = max === Infinity ? min : max;
-  if ((cap + 1) * d.accept.length > MAX_DFA_STATES) throw new UnsupportedPattern(`the pattern with minLength/maxLength needs more than ${MAX_DFA_STATES} states`);
   return determinize<[number, number]>(
     [0, 0],
     ([s, n]) => d.accept[s]! && n >= min,
@@ -242,6 +266,7 @@ export function withLength(d: Dfa, min: number, max: number): Dfa {
       const m = Math.min(n + 1, cap);
       return d.edges[s]!.map((e) => ({ ranges: e.ranges, target: [e.to, m] as [number, number] }));
     },
+    MAX_LENGTH_STATES,
   );
 }
 

@@ -262,7 +262,15 @@ export function regexStringRule(pattern: string | string[], name: string, rules:
     re = merged;
   }
   const e: Emit = { rules, name, sets: new Map() };
-  return rules.add(name, `"\\"" ${emit(re, e)} "\\""`);
+  const snapshot = rules.snapshot();
+  try {
+    return rules.add(name, `"\\"" ${emit(re, e)} "\\""`);
+  } catch (err) {
+    // an anchor inside the pattern (`(^a|b$)`): the automaton reads anchors as assertions
+    if (!(err instanceof UnsupportedPattern) || !err.message.includes("anchor")) throw err;
+    rules.restore(snapshot);
+    return dfaStringRule(minimize(regexToDfa(re)), name, rules);
+  }
 }
 
 /** The DFA of an ECMA-262 pattern (unanchored ends match anything), minimized. */

@@ -214,6 +214,17 @@ const CASES: Case[] = [
     keys: ["x", "y", "a", "b", "p", "q", "r"],
   },
   {
+    name: "anchors inside a pattern; a pattern times a long length counter",
+    schema: {
+      type: "object",
+      properties: { w: { type: "string", pattern: "^$|(^(?:\\S+\\s+){0,2}\\S+$)" }, e: { type: "string", pattern: "^[a-z]+(\\.[a-z]+)*@[a-z]+\\.[a-z]{2,}$", maxLength: 300 } },
+      additionalProperties: false,
+    },
+    valid: [{ w: "" }, { w: "a b c" }, { w: "one" }, { e: "a.b@c.de" }, { e: `a@${"b".repeat(290)}.de` }],
+    invalid: [{ w: "a b c d" }, { w: " a" }, { e: "a@b" }, { e: `x@${"y".repeat(300)}.com` }],
+    keys: ["w", "e"],
+  },
+  {
     name: "an other key may be a proper prefix of a declared name (or extend one)",
     schema: { type: "object", properties: { ice_man: { type: "object" } }, additionalProperties: { type: "integer" } },
     valid: [{ ice: 1 }, { ice_: 2 }, { ice_man: {} }, { ice_many: 3 }, { "": 4 }],
@@ -270,7 +281,8 @@ describe("default mode, exact translations: accepted => valid (ajv)", () => {
 });
 
 describe("regex automata (regex-dfa.ts) agree with RegExp", () => {
-  const patterns = ["^[a-z]+$", "\\d{3}-\\w+", "^(ab|a)*c$", "^x-", "^[^/]+/[^/]+$", "a|b", "^(\\+|-)?\\d+(\\.\\d+)?$", "^[A-Z][a-z]{0,3}$", "é."];
+  // (the last three have anchors inside groups: assertions, wherever they stand)
+  const patterns = ["^[a-z]+$", "\\d{3}-\\w+", "^(ab|a)*c$", "^x-", "^[^/]+/[^/]+$", "a|b", "^(\\+|-)?\\d+(\\.\\d+)?$", "^[A-Z][a-z]{0,3}$", "é.", "^$|(^(?:\\S+\\s+){0,2}\\S+$)", "^(\\/?(a|b*)($|\\/))*$", "(^|,)x"];
   const text = fc.string({ unit: fc.constantFrom(..."abcxzAZ-/+.019 é\"\\\n"), maxLength: 10 });
   for (const p of patterns) {
     it(p, () => {
