@@ -208,6 +208,14 @@ export class Emitter {
     if (extra === null && (node.minProperties !== undefined || node.maxProperties !== undefined)) {
       return this.countedObject(kv, properties.map((p) => required.has(p.name)), node.minProperties ?? 0, node.maxProperties ?? Infinity, name);
     }
+    if (extra !== null && n === 0 && (node.maxProperties !== undefined || (node.minProperties ?? 0) > 1)) {
+      // a map with a bounded count of members
+      const min = node.minProperties ?? 0;
+      const max = node.maxProperties ?? Infinity;
+      if (max === 0) return '"{" space "}"';
+      const body = `${extra} ${buildRepetition(`("," space ${extra})`, Math.max(0, min - 1), max - 1)}`.trim();
+      return `"{" space ${min > 0 ? body : `(${body})?`} space "}"`;
+    }
     // minProperties 1 beside other members: the object is not empty
     const nonEmpty = (node.minProperties ?? 0) > 0;
     // the other members between two properties, as rules of their own: each property

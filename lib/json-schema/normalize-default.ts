@@ -555,7 +555,8 @@ export class DefaultNormalizer extends Normalizer {
     }
     // counts: any bounds over the declared properties alone (a rule per position and count, so
     // bounded); with other keys, "at least one"
-    const counted = !extras && properties.length * (Math.min(maxP, properties.length) + 1) <= 4000;
+    // other keys only (a map): the count of members as written (a key written twice counts twice)
+    const counted = (!extras && properties.length * (Math.min(maxP, properties.length) + 1) <= 4000) || (extras && properties.length === 0 && minP <= 1999 && (maxP === Infinity || maxP <= 1999));
     if (minP === 0 || counted || (extras && minP === 1)) consumed.push("minProperties");
     if (maxP === Infinity || counted) consumed.push("maxProperties");
     this.leftovers(schema, where, consumed, new Set(["object"]), "on an object");

@@ -94,17 +94,18 @@ const CASES: Case[] = [
     keys: ["abc", "a_b", "Abc", "abcdefg", "long_name"],
   },
   {
-    name: "minProperties 1 beside other keys; min/max over declared properties",
+    name: "minProperties 1 beside other keys; min/max over declared properties; a map's count of members",
     schema: {
       type: "object",
       properties: {
         any: { type: "object", additionalProperties: { type: "integer" }, minProperties: 1 },
         some: { type: "object", properties: { a: { type: "integer" }, b: { type: "integer" }, c: { type: "integer" } }, additionalProperties: false, minProperties: 2, maxProperties: 2 },
+        map: { type: "object", additionalProperties: { type: "string" }, minProperties: 2, maxProperties: 3 },
       },
       additionalProperties: false,
     },
-    valid: [{ any: { k: 1 } }, { any: { k: 1, j: 2 } }, { some: { a: 1, c: 2 } }, { some: { b: 1, c: 2 } }],
-    invalid: [{ any: {} }, { some: { a: 1 } }, { some: { a: 1, b: 2, c: 3 } }, { some: {} }],
+    valid: [{ any: { k: 1 } }, { any: { k: 1, j: 2 } }, { some: { a: 1, c: 2 } }, { some: { b: 1, c: 2 } }, { map: { x: "1", y: "2" } }, { map: { x: "1", y: "2", z: "3" } }],
+    invalid: [{ any: {} }, { some: { a: 1 } }, { some: { a: 1, b: 2, c: 3 } }, { some: {} }, { map: { x: "1" } }, { map: { w: "0", x: "1", y: "2", z: "3" } }, { map: { x: 1, y: 2 } }],
   },
   {
     name: "oneOf proven disjoint: tags, types, a key the other side forbids, disjoint patterns",
@@ -314,7 +315,7 @@ describe("still refused: a coded error naming keyword and pointer", () => {
   const refused: Array<[string, unknown, string]> = [
     ["uniqueItems over strings", { type: "array", items: { type: "string" }, uniqueItems: true }, "#/uniqueItems"],
     ["oneOf whose alternatives overlap otherwise", { oneOf: [{ type: "integer" }, { type: "number", maximum: 3 }] }, "#/oneOf"],
-    ["maxProperties beside other keys", { type: "object", additionalProperties: { type: "integer" }, maxProperties: 2 }, "#/maxProperties"],
+    ["maxProperties beside declared properties and other keys", { type: "object", properties: { a: { type: "integer" } }, additionalProperties: { type: "integer" }, maxProperties: 2 }, "#/maxProperties"],
     ["a backreference in a key pattern", { type: "object", patternProperties: { "(a)\\1": { type: "integer" } } }, "#/patternProperties"],
   ];
   for (const [name, schema, where] of refused) {
