@@ -5,10 +5,13 @@
  */
 import { LlamapegError, assertNever } from "../errors.js";
 import { integerRangeRule } from "./integer-range.js";
-import { gbnfFormatLiteral, jsonDump } from "./literal.js";
+import { gbnfFormatLiteral, jsonDump, sanitizeRuleName } from "./literal.js";
 import { Normalizer, type Property, type SchemaNode } from "./normalize.js";
 
 type ObjectNode = Extract<SchemaNode, { kind: "object" }>;
+
+/** Most declared properties an object may have for `propertyOrder: "any"` (2^n states). */
+const MAX_ANY_ORDER = 6;
 import { DefaultNormalizer } from "./normalize-default.js";
 import { dfaStringRule, dfaTextRule, jsonStringLiteral } from "./regex-gbnf.js";
 import { LengthsBesidePattern, regexStringRule } from "./regex-gbnf.js";
@@ -59,6 +62,7 @@ export class Emitter {
     private readonly refs: RefTable,
     private readonly report: Reporter,
     private readonly dotall: boolean,
+    private readonly propertyOrder: "declared" | "any" = "declared",
   ) {
     this.normalizer = rules.reference ? new Normalizer(refs, report) : new DefaultNormalizer(refs, report, dotall);
   }
@@ -216,6 +220,9 @@ export class Emitter {
       const body = `${extra} ${buildRepetition(`("," space ${extra})`, Math.max(0, min - 1), max - 1)}`.trim();
       return `"{" space ${min > 0 ? body : `(${body})?`} space "}"`;
     }
+    if (this.propertyOrder === "any" && n > 1 && n <= MAX_ANY_ORDER && node.minProperties === undefined && node.maxProperties === undefined) {
+      return this.anyOrderObject(kv, properties.map((p) => required.has(p.name)), extra, name);
+    }
     // minProperties 1 beside other members: the object is not empty
     const nonEmpty = (node.minProperties ?? 0) > 0;
     // the other members between two properties, as rules of their own: each property
@@ -244,6 +251,36 @@ export class Emitter {
       after = afterRule;
     }
     return `"{" space ${first} space "}"`;
+  }
+
+  /**
+   * Properties in any order (`propertyOrder: "any"`): one rule per set of properties written so
+   * far (and whether anything was), each offering every property not yet written, another member,
+   * or the end once the required ones are in; 2^n states, so only for small objects.
+   */
+  private anyOrderObject(kv: string[], isRequired: boolean[], extra: string | null, name: string): string {
+    const n = kv.length;
+    const needed = isRequired.reduce((m, r, i) => (r ? m | (1 << i) : m), 0);
+    const base = sanitizeRuleName(name === "" ? "root" : name);
+    for (let k = 0; ; k++) {
+      const ruleOf = (mask: number, written: boolean): string => `${base}-o${k === 0 ? "" : `${k}-`}${mask}${written ? "w" : ""}`;
+      const bodies = new Map<string, string>();
+      for (let mask = 0; mask < 1 << n; mask++) {
+        // (a state with something written but no property yet exists only beside other members)
+        for (const written of mask !== 0 ? [true] : extra !== null ? [false, true] : [false]) {
+          const sep = written ? '"," space ' : "";
+          const alts: string[] = [];
+          for (let i = 0; i < n; i++) if (!(mask & (1 << i))) alts.push(`${sep}${kv[i]} ${ruleOf(mask | (1 << i), true)}`);
+          if (extra !== null) alts.push(`${sep}${extra} ${ruleOf(mask, true)}`);
+          if ((mask & needed) === needed) alts.push('""');
+          bodies.set(ruleOf(mask, written), alts.length === 0 ? '""' : alts.join(" | "));
+        }
+      }
+      // the state rules name each other: a prefix none of them clashes under
+      if ([...bodies].some(([r, b]) => (this.rules.get(r) ?? b) !== b)) continue;
+      for (const [r, b] of bodies) this.rules.add(r, b);
+      return `"{" space ${ruleOf(0, false)} space "}"`;
+    }
   }
 
   /** The rule for one other member (`key: value`), or null when no other key may appear. */

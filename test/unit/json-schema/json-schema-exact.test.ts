@@ -366,3 +366,27 @@ describe("the declared draft decides what keywords beside $ref mean (dialect.ts)
     }
   });
 });
+
+describe("propertyOrder: \"any\" (an option; the default keeps declaration order)", () => {
+  const schema = { type: "object", properties: { a: { type: "integer" }, b: { type: "string" }, c: { type: "boolean" } }, required: ["a"], additionalProperties: { type: "null" } };
+  it("properties in any order, each at most once, the required ones present; accepted => valid (ajv)", () => {
+    const m = new GbnfMatcher(compileJsonSchema(schema, { propertyOrder: "any" }).gbnf);
+    const declared = new GbnfMatcher(compileJsonSchema(schema).gbnf);
+    const validate = ajv.compile(schema);
+    for (const v of [{ b: "x", a: 1 }, { c: true, x: null, a: 2, b: "y" }, { a: 1 }, { x: null, a: 0 }]) {
+      expect(validate(v)).toBe(true);
+      expect(m.matches(dumps(v)), dumps(v)).toBe(true);
+    }
+    expect(declared.matches(dumps({ b: "x", a: 1 }))).toBe(false);
+    for (const text of ['{"b": "x"}', '{"a": 1, "a": 2}', '{"a": "1"}', '{"a": 1, "d": 1}', '{"c": true, "b": "x", "c": false, "a": 1}']) {
+      expect(m.matches(text), text).toBe(false);
+    }
+    const leaf = fc.oneof(fc.integer({ min: -3, max: 3 }), fc.string({ maxLength: 2 }), fc.boolean(), fc.constant(null));
+    fc.assert(
+      fc.property(fc.dictionary(fc.constantFrom("a", "b", "c", "x", "y"), leaf, { maxKeys: 5 }), (v) => {
+        if (m.matches(dumps(v))) expect(validate(v), dumps(v)).toBe(true);
+      }),
+      { numRuns: 300 },
+    );
+  });
+});
