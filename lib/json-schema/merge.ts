@@ -61,12 +61,28 @@ function mergeTypes(a: unknown, b: unknown): unknown {
   return uniq.length === 1 ? uniq[0] : uniq;
 }
 
+/** Most alternatives two `anyOf`s merge into (their product). */
+const MAX_ANYOF_PRODUCT = 64;
+
+/**
+ * `if`/`then`/`else` as alternatives, (if ∧ then) ∨ (¬if ∧ else), inside an `allOf` so that an
+ * `anyOf` already there is kept; for merging two schemas that both have `if`.
+ */
+export function ifAsAlternatives(s: Json): Json {
+  const { if: cond, then: yes, else: no, ...rest } = s;
+  if (cond === undefined || (yes === undefined && no === undefined)) return rest;
+  const alts = yes === undefined ? [cond, no] : no === undefined ? [{ not: cond }, yes] : [{ allOf: [cond, yes] }, { allOf: [no, { not: cond }] }];
+  return { ...rest, allOf: [...(Array.isArray(rest["allOf"]) ? rest["allOf"] : []), { anyOf: alts }] };
+}
+
 /** The schema `a ∧ b` (both raw, refs not resolved here). */
 export function mergeSchemas(a: unknown, b: unknown): unknown {
   if (a === true || (isObject(a) && Object.keys(a).length === 0)) return b;
   if (b === true || (isObject(b) && Object.keys(b).length === 0)) return a;
   if (a === false || b === false) throw new MergeConflict("false", "a false schema accepts nothing", true);
   if (!isObject(a) || !isObject(b)) throw new MergeConflict("allOf", "a component that is not a schema");
+  // two conditionals: each as its alternatives
+  if (Object.hasOwn(a, "if") && Object.hasOwn(b, "if")) return mergeSchemas(ifAsAlternatives(a), ifAsAlternatives(b));
   const out: Json = { ...a };
   for (const [k, bv] of Object.entries(b)) {
     if (!Object.hasOwn(out, k)) {
@@ -93,6 +109,8 @@ export function mergeSchemas(a: unknown, b: unknown): unknown {
     else if (k === "uniqueItems") out[k] = av === true || bv === true;
     // ¬a ∧ ¬b = ¬(a ∨ b)
     else if (k === "not") out[k] = { anyOf: [av, bv] };
+    // (a1 ∨ a2) ∧ (b1 ∨ b2) = every pair
+    else if (k === "anyOf" && Array.isArray(av) && Array.isArray(bv) && av.length * bv.length <= MAX_ANYOF_PRODUCT) out[k] = av.flatMap((x) => bv.map((y) => ({ allOf: [x, y] })));
     else throw new MergeConflict(k, `two different values of ${JSON.stringify(k)} cannot be merged`);
   }
   // additionalProperties is relative to its own schema's properties: a property only the other

@@ -8,7 +8,7 @@
  */
 import { jsonDump, pointerJoin } from "./literal.js";
 import { ASSERTION_KEYWORDS, isVacuous, typeOfValue, valueHasType, type JsonType } from "./keywords.js";
-import { MergeConflict, mergeSchemas } from "./merge.js";
+import { MergeConflict, ifAsAlternatives, mergeSchemas } from "./merge.js";
 import { Normalizer, type Member, type Property, type SchemaNode } from "./normalize.js";
 import { FORMAT_PATTERNS, UNSUPPORTED_FORMATS } from "./formats.js";
 import { numberRangeRule } from "./number-range.js";
@@ -109,7 +109,7 @@ export class DefaultNormalizer extends Normalizer {
     }
     const before = schema;
     schema = this.merged(schema, where);
-    if (has(schema, "if")) schema = this.merged(this.withoutIf(schema), where);
+    if (has(schema, "if")) schema = this.merged(ifAsAlternatives(schema), where);
     if (schema === before) return this.flatNode(schema, where);
     // a merged schema met again inside itself (recursive refs merged with other keywords, through
     // properties or items): a ref of its own, so the grammar recurses instead of unrolling forever
@@ -198,18 +198,6 @@ export class DefaultNormalizer extends Normalizer {
       return { kind: "never", keyword, where: pointerJoin(where, keyword), reason: "no value of const/enum satisfies the keywords beside it" };
     }
     return kept.length === 1 ? { kind: "const", value: kept[0] } : { kind: "enum", values: kept };
-  }
-
-  /**
-   * `if`/`then`/`else` as alternatives: (if ∧ then) ∨ (¬if ∧ else), `not` taken by the usual
-   * rules (complement.ts); a missing `then` or `else` is `{}`, and `if` alone says nothing.
-   */
-  private withoutIf(schema: Json): Json {
-    const { if: cond, then: yes, else: no, ...rest } = schema;
-    if (yes === undefined && no === undefined) return rest;
-    if (yes === undefined) return { ...rest, anyOf: [cond, no] };
-    if (no === undefined) return { ...rest, anyOf: [{ not: cond }, yes] };
-    return { ...rest, anyOf: [{ allOf: [cond, yes] }, { allOf: [no, { not: cond }] }] };
   }
 
   /**

@@ -201,6 +201,23 @@ const CASES: Case[] = [
     keys: ["kind", "v"],
   },
   {
+    name: "allOf of two conditionals; two anyOfs merged as every pair",
+    schema: {
+      type: "object",
+      properties: { k: { type: "string" }, v: {}, w: {} },
+      allOf: [
+        { if: { properties: { k: { const: "n" } }, required: ["k"] }, then: { properties: { v: { type: "number" } } } },
+        { if: { properties: { k: { const: "s" } }, required: ["k"] }, then: { properties: { v: { type: "string" } } } },
+        { anyOf: [{ required: ["v"] }, { required: ["w"] }] },
+        { anyOf: [{ properties: { w: { type: "integer" } } }, { properties: { w: { type: "boolean" } } }] },
+      ],
+      additionalProperties: false,
+    },
+    valid: [{ k: "n", v: 1 }, { k: "s", v: "x" }, { k: "o", v: true }, { w: 1 }, { w: true }, { v: null }],
+    invalid: [{ k: "n", v: "x" }, { k: "s", v: 1 }, {}, { w: "s" }, { k: "n" }],
+    keys: ["k", "v", "w"],
+  },
+  {
     name: "dependencies with schemas; one allOf part's additionalProperties over the other part's properties",
     schema: {
       type: "object",
