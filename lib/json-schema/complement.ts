@@ -4,8 +4,8 @@
  * `n` admits whole (no keyword of `n` constrains it) is dropped; otherwise the complement is taken
  * where it has a shape here: strings by automaton (`n`'s pattern, format, lengths and listed
  * strings; the caller subtracts the DFA), numbers by the bounds' other side, objects by the keys
- * `n` requires (forbidden one by one) or the one property it constrains (its value in `not`),
- * booleans and null by the values left. `n` built of `allOf`/`anyOf`/`not` is taken apart by De
+ * `n` requires (forbidden one by one) or the properties it constrains (one present with its value
+ * in `not`), arrays and objects by the counts' other side, booleans and null by the values left. `n` built of `allOf`/`anyOf`/`not` is taken apart by De
  * Morgan. Null when a part has no such shape (the caller refuses `not`). No reference
  * counterpart (llama.cpp drops `not`).
  */
@@ -22,6 +22,7 @@ const has = (o: Json, k: string): boolean => Object.hasOwn(o, k);
 const TYPES: JsonType[] = ["string", "number", "integer", "boolean", "null", "array", "object"];
 const BOUNDS = ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"];
 const STRING_WORDS = ["pattern", "format", "minLength", "maxLength"];
+const COUNTS: Record<"array" | "object", string[]> = { array: ["minItems", "maxItems"], object: ["minProperties", "maxProperties"] };
 const APPLICATORS = ["allOf", "anyOf", "oneOf", "not", "if", "then", "else", "$ref", "$dynamicRef", "$recursiveRef"];
 
 export interface ComplementContext {
@@ -135,26 +136,32 @@ function flat(rest: Json, n: Json, ctx: ComplementContext): Json[] | null {
       };
       if (lo !== null) side(lo.ex ? { maximum: lo.v } : { exclusiveMaximum: lo.v });
       if (hi !== null) side(hi.ex ? { minimum: hi.v } : { exclusiveMinimum: hi.v });
-    } else if (t === "object" && own.every((k) => k === "required")) {
-      // some required key absent: the first one absent, the ones before it present
-      const keys = (n["required"] as unknown[]).filter((k): k is string => typeof k === "string");
+    } else if (t === "object" && own.every((k) => k === "required" || k === "properties") && (n["properties"] === undefined || isObject(n["properties"]))) {
+      // n = required keys and property schemas: some required key absent (the first one absent,
+      // the ones before it present), or some property present with a value its schema rejects
+      const keys = Array.isArray(n["required"]) ? (n["required"] as unknown[]).filter((k): k is string => typeof k === "string") : [];
       const req = Array.isArray(rest["required"]) ? (rest["required"] as string[]) : [];
       const prior = ((rest as Record<symbol, unknown>)[FORBIDDEN] as string[] | undefined) ?? [];
       keys.forEach((k, i) => {
         if (!req.includes(k)) out.push(typed({ required: [...new Set([...req, ...keys.slice(0, i)])], [FORBIDDEN]: [...prior, k] }));
       });
-    } else if (t === "object" && own.every((k) => k === "properties" || k === "required") && isObject(n["properties"]) && Object.keys(n["properties"]).length === 1) {
-      // n = {properties: {k: S}} (k optional or required): k present with a value not in S; or k absent when n requires it
-      const [k, s] = Object.entries(n["properties"])[0]!;
-      const req = Array.isArray(rest["required"]) ? (rest["required"] as string[]) : [];
-      const nreq = Array.isArray(n["required"]) ? (n["required"] as unknown[]) : [];
-      if (nreq.some((x) => x !== k)) return null;
       const props = isObject(rest["properties"]) ? rest["properties"] : {};
-      out.push(typed({ required: [...new Set([...req, k])], properties: { ...props, [k]: { allOf: [has(props, k) ? props[k] : true, { not: s }] } } }));
-      if (nreq.length > 0 && !req.includes(k)) {
-        const prior = ((rest as Record<symbol, unknown>)[FORBIDDEN] as string[] | undefined) ?? [];
-        out.push(typed({ [FORBIDDEN]: [...prior, k] }));
+      for (const [k, sub] of Object.entries(isObject(n["properties"]) ? n["properties"] : {})) {
+        if (prior.includes(k)) continue;
+        out.push(typed({ required: [...new Set([...req, k])], properties: { ...props, [k]: { allOf: [has(props, k) ? props[k] : true, { not: sub }] } } }));
       }
+    } else if ((t === "array" || t === "object") && own.every((k) => COUNTS[t].includes(k))) {
+      // fewer items (members) than n's minimum, or more than its maximum
+      const [minKey, maxKey] = COUNTS[t];
+      const lo = typeof n[minKey!] === "number" ? (n[minKey!] as number) : 0;
+      const hi = typeof n[maxKey!] === "number" ? (n[maxKey!] as number) : Infinity;
+      const side = (extra: Json): void => {
+        const b = mergeSchemas(typed(), extra) as Json;
+        // a side the rest's own counts leave empty is no alternative
+        if ((typeof b[minKey!] === "number" ? (b[minKey!] as number) : 0) <= (typeof b[maxKey!] === "number" ? (b[maxKey!] as number) : Infinity)) out.push(b);
+      };
+      if (lo > 0) side({ [maxKey!]: lo - 1 });
+      if (hi !== Infinity) side({ [minKey!]: hi + 1 });
     } else return null;
   }
   return out;
