@@ -5,12 +5,13 @@
  * where it has a shape here: strings by automaton (`n`'s pattern, format, lengths and listed
  * strings; the caller subtracts the DFA), numbers by the bounds' other side, objects by the keys
  * `n` requires (forbidden one by one) or the properties it constrains (one present with its value
- * in `not`), arrays and objects by the counts' other side, booleans and null by the values left. `n` built of `allOf`/`anyOf`/`not` is taken apart by De
+ * in `not`), arrays and objects by the counts' other side, booleans and null by the values left,
+ * numbers that are not integers (`not {type: integer}`) by a fraction digit that is not 0. `n` built of `allOf`/`anyOf`/`not` is taken apart by De
  * Morgan. Null when a part has no such shape (the caller refuses `not`). No reference
  * counterpart (llama.cpp drops `not`).
  */
 import { ASSERTION_KEYWORDS, constrains, isVacuous, valueHasType, type JsonType } from "./keywords.js";
-import { EXCLUDED_STRINGS, FORBIDDEN } from "./markers.js";
+import { EXCLUDED_STRINGS, FORBIDDEN, NON_INTEGER } from "./markers.js";
 import { mergeSchemas } from "./merge.js";
 import { stringsDfa, union, type Dfa } from "./regex-dfa.js";
 import type { Verdict } from "./validate-value.js";
@@ -93,7 +94,10 @@ function flat(rest: Json, n: Json, ctx: ComplementContext): Json[] | null {
     const typed = (extra: Json = {}): Json => ({ ...rest, ...extra, type: t });
     if (!nTypes.includes(t)) {
       // n admits no value of t... unless t is number and n admits integers: the non-integers
-      if (t === "number" && nTypes.includes("integer")) return null;
+      if (t === "number" && nTypes.includes("integer")) {
+        out.push(typed({ [NON_INTEGER]: true }));
+        continue;
+      }
       out.push(typed());
       continue;
     }

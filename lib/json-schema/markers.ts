@@ -9,3 +9,5 @@ export const FORBIDDEN: unique symbol = Symbol("forbidden keys");
 export const EXCLUDED_STRINGS: unique symbol = Symbol("excluded strings");
 /** A oneOf of string schemas already decided as one automaton (one-of.ts). */
 export const STRING_DFA: unique symbol = Symbol("string automaton");
+/** A number that is not an integer (set by `not {type: integer}` beside `number`, complement.ts). */
+export const NON_INTEGER: unique symbol = Symbol("non-integer number");

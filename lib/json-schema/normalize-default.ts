@@ -16,7 +16,7 @@ import { decimalRatio, multipleOfDfa } from "./multiple-of.js";
 import { ValueValidator, enumeratedValues } from "./validate-value.js";
 import { withoutNot as complementOf, type ComplementContext } from "./complement.js";
 import { Disjointness } from "./disjoint.js";
-import { EXCLUDED_STRINGS, FORBIDDEN, STRING_DFA } from "./markers.js";
+import { EXCLUDED_STRINGS, FORBIDDEN, NON_INTEGER, STRING_DFA } from "./markers.js";
 import { OneOfSplitter } from "./one-of.js";
 import { keyRegions, stringSchemaDfa, type KeyRegion } from "./key-regions.js";
 import { InvalidPattern, UnsupportedPattern } from "./pattern.js";
@@ -220,17 +220,6 @@ export class DefaultNormalizer extends Normalizer {
         if (e.empty) return { node: { kind: "never", keyword: "not", where: pointerJoin(where, "not"), reason: e.message } };
         return { schema };
       }
-    }
-    if (words.length === 1 && words[0] === "type") {
-      const t = n["type"];
-      const out = new Set(typeof t === "string" ? [t] : Array.isArray(t) ? (t as string[]) : []);
-      const types = this.typesOf(rest);
-      let left = (types === "any" ? ALL_TYPES : types).filter((x) => !out.has(x) && !(x === "integer" && out.has("number")));
-      // a number that is not an integer has no grammar here (1.0 is an integer): refused
-      if (out.has("integer") && left.includes("number")) return { schema };
-      if (left.length === 0) return { schema };
-      left = [...new Set(left)];
-      return { schema: { ...rest, type: left.length === 1 ? left[0] : left } };
     }
     if (words.every((k) => k === "enum" || k === "const")) {
       const values = has(n, "const") ? [n["const"]] : Array.isArray(n["enum"]) ? (n["enum"] as unknown[]) : null;
@@ -783,6 +772,12 @@ export class DefaultNormalizer extends Normalizer {
   }
 
   private numberNode(schema: Json, type: "number" | "integer", where: string): SchemaNode {
+    if ((schema as Record<symbol, unknown>)[NON_INTEGER] === true) {
+      // a number that is not an integer: a fraction digit that is not 0, no exponent (a number
+      // written with one is not admitted: a valid value rejected, never the reverse)
+      this.leftovers(schema, where, ["type"], new Set(["number"]), "beside not integer");
+      return { kind: "number-range", rule: '"-"? ("0" | [1-9] [0-9]*) "." [0-9]* [1-9] [0-9]*' };
+    }
     const consumed = ["type", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"];
     let integer = type === "integer";
     const mult = schema["multipleOf"];

@@ -23,8 +23,11 @@ const isObject = (v: unknown): v is Json => typeof v === "object" && v !== null 
 
 const ALL_TYPES: JsonType[] = ["string", "number", "boolean", "null", "array", "object"];
 const OBJECT_WORDS = ["properties", "required", "additionalProperties", "patternProperties", "propertyNames", "minProperties", "maxProperties", "dependentRequired", "dependentSchemas", "dependencies", "unevaluatedProperties"];
-/** Most keys an object split may name (2^n choices of present keys). */
+/** Most keys an object split may name (2^n choices of present keys), and most branches it may make. */
 const MAX_SPLIT_KEYS = 5;
+const MAX_SPLIT_BRANCHES = 64;
+/** Keywords of branches that may be negated into the split (complement.ts takes `not` of these). */
+const SIMPLE_OBJECT_WORDS = new Set(["type", "properties", "required"]);
 
 export interface OneOfContext {
   readonly refs: RefTable;
@@ -144,7 +147,13 @@ export class OneOfSplitter {
         continue;
       }
       if (live.every((x, i) => live.every((y, j) => j <= i || this.ctx.disjointness.disjoint(x, y)))) out.push(...live);
-      else if (!live.every((x) => jsonDump(x) === jsonDump(live[0]))) return null;
+      else if (live.every((x) => jsonDump(x) === jsonDump(live[0]))) continue;
+      else if (live.every((x) => Object.keys(x).every((k) => SIMPLE_OBJECT_WORDS.has(k) || !ASSERTION_KEYWORDS.includes(k)))) {
+        // the same keys present in several: each one with the others' negations (complement.ts
+        // takes `not` of required keys and properties), so exactly one holds
+        live.forEach((x, i) => out.push({ allOf: [x, ...live.filter((_, j) => j !== i).map((y) => ({ not: y }))] }));
+      } else return null;
+      if (out.length > MAX_SPLIT_BRANCHES) return null;
     }
     return out;
   }

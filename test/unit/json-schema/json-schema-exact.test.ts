@@ -252,6 +252,21 @@ const CASES: Case[] = [
     keys: ["ice", "ice_", "ice_man", "ice_many", "", "i"],
   },
   {
+    name: "oneOf of open objects with their own keys: both keys present, exactly one branch's value holds",
+    schema: { type: "object", properties: { o: { oneOf: [{ type: "object", properties: { c: { type: "integer" } }, required: ["c"] }, { type: "object", properties: { r: { type: "string" } }, required: ["r"] }] } }, additionalProperties: false },
+    // (declared properties first: each branch's own, then the other branch's negated one)
+    valid: [{ o: { c: 1 } }, { o: { r: "a" } }, { o: { r: "a", c: "x" } }, { o: { r: "a", c: 1.5 } }, { o: { c: 1, r: 5 } }],
+    invalid: [{ o: { c: 1, r: "a" } }, { o: { r: "a", c: 1 } }, { o: {} }, { o: { c: "x" } }, { o: 3 }],
+    keys: ["o", "c", "r", "z"],
+  },
+  {
+    name: "not integer beside number: a number with a fraction digit that is not 0",
+    schema: { type: "object", properties: { f: { type: "number", not: { type: "integer" } }, g: { not: { type: ["integer", "string"] } } }, additionalProperties: false },
+    valid: [{ f: 1.5 }, { f: -0.25 }, { g: 2.5 }, { g: null }, { g: [] }],
+    invalid: [{ f: 1 }, { f: 2.0 }, { f: "x" }, { g: 3 }, { g: "s" }],
+    keys: ["f", "g"],
+  },
+  {
     name: "a pattern beside minLength/maxLength (the pattern's automaton times a counter)",
     schema: { type: "object", properties: { p: { type: "string", pattern: "^[a-z]+(-[a-z]+)*$", minLength: 3, maxLength: 7 } }, additionalProperties: false },
     valid: [{ p: "abc" }, { p: "a-b" }, { p: "abc-def" }],
