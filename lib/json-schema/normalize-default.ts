@@ -40,6 +40,8 @@ const FAMILY: ReadonlyArray<[JsonType, readonly string[]]> = [
   ["number", NUMBER_WORDS],
 ];
 
+/** Merged schemas longer than this (as JSON text) become shared rules. */
+const SHARED_MERGE_LENGTH = 1000;
 /** Most alternatives uniqueItems over an enum may enumerate, and dependentRequired may split into. */
 const MAX_UNIQUE_SEQUENCES = 200;
 const MAX_DEPENDENCY_BRANCHES = 8;
@@ -114,17 +116,20 @@ export class DefaultNormalizer extends Normalizer {
     // a merged schema met again inside itself (recursive refs merged with other keywords, through
     // properties or items): a ref of its own, so the grammar recurses instead of unrolling forever
     const key = `${jsonDump(schema)}\u0000${jsonDump((schema as Record<symbol, unknown>)[FORBIDDEN] ?? null)}`;
-    if (this.activeMerged.has(key)) {
+    // (symbol-keyed constraints other than forbidden keys are not shared this way)
+    const shareable = Object.getOwnPropertySymbols(schema).every((x) => x === FORBIDDEN);
+    // a large merged schema is a rule of its own too, shared by every place that merges to it
+    // (the same $ref with the same siblings under a hundred properties made a hundred copies)
+    if (this.activeMerged.has(key) || (shareable && key.length > SHARED_MERGE_LENGTH)) {
       let ref = this.mergedRefs.get(key);
       if (ref === undefined) {
-        ref = `#/$merged/${this.mergedRefs.size}`;
+        const last = where.split("/").pop() ?? "";
+        ref = `#/$merged/${this.mergedRefs.size}-${last}`;
         this.mergedRefs.set(key, ref);
         this.refs.set(ref, { schema, where });
       }
       return { kind: "ref", ref };
     }
-    // (symbol-keyed constraints other than forbidden keys are not shared this way)
-    const shareable = Object.getOwnPropertySymbols(schema).every((x) => x === FORBIDDEN);
     if (shareable) this.activeMerged.add(key);
     try {
       return this.flatNode(schema, where);

@@ -27,7 +27,7 @@ export interface Dfa {
 const MAX_NFA = 20_000;
 export const MAX_DFA_STATES = 3_000;
 /** A pattern times a length counter (not minimized afterwards: a counter's states are all distinct). */
-const MAX_LENGTH_STATES = 12_000;
+const MAX_LENGTH_STATES = 6_000;
 
 interface Nfa {
   eps: number[][];

@@ -296,20 +296,40 @@ export function dfaTextRule(d: Dfa, name: string, rules: RuleSet): string {
   return dfaRule(d, name, rules, false);
 }
 
+/** Character sets spelled as rules of their own, per grammar: automata repeat them on many states. */
+const sharedSets = new WeakMap<RuleSet, Map<string, string>>();
+
+function sharedSet(rules: RuleSet, body: string): string {
+  // a plain class or literal is as short as a rule name
+  if (!body.includes(" ")) return body;
+  let known = sharedSets.get(rules);
+  if (known === undefined) sharedSets.set(rules, (known = new Map()));
+  let name = known.get(body);
+  if (name === undefined || rules.get(name) !== body) {
+    name = rules.add(`jchar-${known.size}`, body);
+    known.set(body, name);
+  }
+  return name;
+}
+
 function dfaRule(d: Dfa, name: string, rules: RuleSet, quoted: boolean): string {
+  const sets = d.edges.map((edges) =>
+    edges.map((e) => {
+      try {
+        return sharedSet(rules, quoted ? jsonCharSet(e.ranges) : gbnfClass(e.ranges));
+      } catch (err) {
+        if (err instanceof UnsupportedPattern) return null; // only surrogates: no JSON spelling
+        throw err;
+      }
+    }),
+  );
   const bodiesFor = (prefix: string): string[] =>
     d.edges.map((edges, s) => {
       const alts: string[] = [];
-      for (const e of edges) {
-        let set: string;
-        try {
-          set = quoted ? jsonCharSet(e.ranges) : gbnfClass(e.ranges);
-        } catch (err) {
-          if (err instanceof UnsupportedPattern) continue; // only surrogates: no JSON spelling
-          throw err;
-        }
-        alts.push(`${set} ${prefix}${e.to}`);
-      }
+      edges.forEach((e, i) => {
+        const set = sets[s]![i];
+        if (set !== null && set !== undefined) alts.push(`${set} ${prefix}${e.to}`);
+      });
       if (d.accept[s]) alts.push(quoted ? '"\\""' : '""');
       return alts.length === 0 ? "[^\\x00-\\U0010FFFF]" : alts.join(" | ");
     });
