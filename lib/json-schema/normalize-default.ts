@@ -725,6 +725,16 @@ export class DefaultNormalizer extends Normalizer {
           pattern = FORMAT_PATTERNS.get(format)!;
           patternWhere = pointerJoin(where, "format");
           consumed.push("format");
+        } else {
+          // a pattern and a format: both, as the intersection of their automata
+          const words = ["pattern", "format", "minLength", "maxLength"].filter((k) => has(schema, k));
+          const d = this.complementContext.stringDfa(Object.fromEntries(words.map((k) => [k, schema[k]])));
+          if (d === null) {
+            this.report.unsupported("format", `format ${JSON.stringify(format)} beside a pattern beyond the automata is not supported`, pointerJoin(where, "format"));
+          } else {
+            this.leftovers(schema, where, ["type", ...words], new Set(["string"]), "on a string");
+            return isEmpty(d) ? { kind: "never", keyword: "format", where: pointerJoin(where, "format"), reason: "no string matches both the pattern and the format" } : { kind: "string-dfa", dfa: d };
+          }
         }
       } else if (UNSUPPORTED_FORMATS.has(format)) {
         this.report.unsupported("format", `format ${JSON.stringify(format)} is not supported`, pointerJoin(where, "format"));

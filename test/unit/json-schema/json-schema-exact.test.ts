@@ -245,6 +245,19 @@ const CASES: Case[] = [
     keys: ["w", "e"],
   },
   {
+    name: "uri and uri-reference as RFC 3986 has them; a pattern and a format together",
+    schema: {
+      type: "object",
+      properties: { u: { type: "string", format: "uri" }, r: { type: "string", format: "uri-reference" }, d: { type: "string", format: "date", pattern: "^([0-9]{4})(-([0-9]{2}))?(-([0-9]{2}))?$" } },
+      additionalProperties: false,
+    },
+    valid: [{ u: "http://x.org/a?b#c" }, { u: "urn:isbn:123" }, { u: "http://[::1]:80/x" }, { r: "a/b" }, { r: "//host/p?q#f" }, { r: "" }, { r: "../x" }, { r: "http://x" }, { d: "2020-02-28" }],
+    // (`://` is no URI reference either, RFC 3986 4.2: a relative path's first segment has no
+    // `:`; ajv-formats takes it, so it is checked below, not here)
+    invalid: [{ u: "a b" }, { u: "/rel" }, { r: "a:b:" + " " }, { u: "http://x/%zz" }, { d: "2020-02-30" }, { d: "2020-02" }],
+    keys: ["u", "r", "d"],
+  },
+  {
     name: "an other key may be a proper prefix of a declared name (or extend one)",
     schema: { type: "object", properties: { ice_man: { type: "object" } }, additionalProperties: { type: "integer" } },
     valid: [{ ice: 1 }, { ice_: 2 }, { ice_man: {} }, { ice_many: 3 }, { "": 4 }],
@@ -422,5 +435,15 @@ describe("propertyOrder: \"any\" (an option; the default keeps declaration order
       }),
       { numRuns: 300 },
     );
+  });
+});
+
+describe("uri-reference follows RFC 3986 where ajv-formats is looser", () => {
+  it("a relative reference's first segment has no colon", () => {
+    const m = new GbnfMatcher(compileJsonSchema({ type: "string", format: "uri-reference" }).gbnf);
+    expect(m.matches('"://"')).toBe(false);
+    expect(m.matches('":a"')).toBe(false);
+    expect(m.matches('"./:a"')).toBe(true);
+    expect(m.matches('"a/b:c"')).toBe(true);
   });
 });
