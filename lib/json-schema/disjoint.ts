@@ -121,6 +121,16 @@ export class Disjointness {
    * stringSchemaDfa on them), or null when they are beyond the automata.
    */
   private language(s: Json): Dfa | null {
+    if (this.languages.has(s)) return this.languages.get(s)!;
+    const d = this.computeLanguage(s);
+    this.languages.set(s, d);
+    return d;
+  }
+
+  /** Each schema's language once (a oneOf of n branches compares n^2 pairs). */
+  private readonly languages = new WeakMap<Json, Dfa | null>();
+
+  private computeLanguage(s: Json): Dfa | null {
     const words = Object.fromEntries(Object.entries(s).filter(([k]) => ["pattern", "format", "minLength", "maxLength", "enum", "const"].includes(k) && !(k === "format" && !FORMAT_PATTERNS.has(String(s[k])))));
     if (Object.keys(words).length === 0) return null;
     try {

@@ -237,21 +237,27 @@ export const ANY_STRING: Dfa = { edges: [[{ ranges: [[0, MAX_CODE_POINT]], to: 0
 /** The strings not accepted by `d`. */
 export const complement = (d: Dfa): Dfa => difference(ANY_STRING, d);
 
-/** The DFA of a finite set of strings (a trie). */
+/** The DFA of a finite set of strings (a trie, built in one pass over the strings). */
 export function stringsDfa(strings: readonly string[]): Dfa {
-  return determinize<string>(
-    "",
-    (p) => strings.includes(p),
-    (p) => {
-      const next = new Set<string>();
-      for (const s of strings) {
-        const cps = [...s];
-        const pre = [...p];
-        if (cps.length > pre.length && cps.slice(0, pre.length).join("") === p) next.add(cps[pre.length]!);
+  const next: Array<Map<number, number>> = [new Map()];
+  const accept: boolean[] = [false];
+  for (const s of strings) {
+    let state = 0;
+    for (const c of s) {
+      const cp = c.codePointAt(0)!;
+      let to = next[state]!.get(cp);
+      if (to === undefined) {
+        to = next.length;
+        next.push(new Map());
+        accept.push(false);
+        next[state]!.set(cp, to);
       }
-      return [...next].map((c) => ({ ranges: [[c.codePointAt(0)!, c.codePointAt(0)!]] as Ranges, target: p + c }));
-    },
-  );
+      state = to;
+    }
+    accept[state] = true;
+  }
+  if (next.length > MAX_DFA_STATES * 4) throw new UnsupportedPattern(`a set of strings needs more than ${MAX_DFA_STATES * 4} states`);
+  return { edges: next.map((m) => [...m].sort((a, b) => a[0] - b[0]).map(([cp, to]) => ({ ranges: [[cp, cp]] as Ranges, to }))), accept };
 }
 
 /** The strings of `d` whose length in code points is within min..max (max may be Infinity). */

@@ -154,7 +154,8 @@ export function longRepetition(item: string, min: number, max: number, block: Bl
 }
 
 export class RuleSet {
-  private rules = new Map<string, string>();
+  private readonly rules = new Map<string, string>();
+  private readonly added: string[] = [];
 
   /** `reference`: llama.cpp's built-in rules; otherwise the default mode's ({@link DEFAULT_MODE_RULES}). */
   constructor(readonly reference = true) {
@@ -174,7 +175,7 @@ export class RuleSet {
     const base = sanitizeRuleName(name);
     const existing = this.rules.get(base);
     if (existing === undefined || existing === body) {
-      this.rules.set(base, body);
+      this.put(base, body);
       return base;
     }
     let i = 0;
@@ -183,8 +184,14 @@ export class RuleSet {
       if (taken === undefined || taken === body) break;
       i++;
     }
-    this.rules.set(base + i, body);
+    this.put(base + i, body);
     return base + i;
+  }
+
+  /** Rules are only ever added (a name never changes body), so an undo is deleting the new names. */
+  private put(name: string, body: string): void {
+    if (!this.rules.has(name)) this.added.push(name);
+    this.rules.set(name, body);
   }
 
   /** Add a built-in rule and, unless already present, the built-ins it uses. */
@@ -196,12 +203,14 @@ export class RuleSet {
     return used;
   }
 
-  snapshot(): Map<string, string> {
-    return new Map(this.rules);
+  /** A mark to {@link restore} to (constant time: a copy of the rules per pattern was quadratic). */
+  snapshot(): number {
+    return this.added.length;
   }
 
-  restore(snapshot: Map<string, string>): void {
-    this.rules = snapshot;
+  /** Remove every rule added since the mark. */
+  restore(mark: number): void {
+    while (this.added.length > mark) this.rules.delete(this.added.pop()!);
   }
 
   /** The grammar text: one `name ::= body` line per rule, sorted by name (byte order). */

@@ -32,6 +32,21 @@ export function jsonEqual(a: unknown, b: unknown): boolean {
   return false;
 }
 
+/** A JSON value's text with object members sorted: equal values (as jsonEqual has it) have equal texts. */
+function canonical(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(canonical).join(",")}]`;
+  if (isObject(v)) return `{${Object.keys(v).sort().map((k) => `${JSON.stringify(k)}:${canonical(v[k])}`).join(",")}}`;
+  return JSON.stringify(v) ?? "null";
+}
+
+/** The canonical texts of an enum's values, once per enum (a large enum checked value by value was quadratic). */
+const enumSets = new WeakMap<unknown[], Set<string>>();
+function enumKeys(values: unknown[]): Set<string> {
+  let set = enumSets.get(values);
+  if (set === undefined) enumSets.set(values, (set = new Set(values.map(canonical))));
+  return set;
+}
+
 function typeMatches(v: unknown, t: unknown): boolean {
   switch (t) {
     case "null":
@@ -75,15 +90,25 @@ export class ValueValidator {
 
   constructor(private readonly refs: RefTable) {}
 
+  /** Verdicts already reached, per schema object and value (the same ref targets are met again and again). */
+  private readonly memo = new WeakMap<object, Map<string, Verdict>>();
+
   /** Whether `v` is valid against `schema` (null: cannot decide). */
   validate(schema: unknown, v: unknown): Verdict {
     if (schema === true) return true;
     if (schema === false) return false;
     if (!isObject(schema)) return null;
     if (this.depth >= MAX_DEPTH) return null; // a $ref cycle that consumes nothing
+    let known = this.memo.get(schema);
+    const key = canonical(v);
+    const hit = known?.get(key);
+    if (hit !== undefined) return hit;
     this.depth++;
     try {
-      return this.check(schema, v);
+      const out = this.check(schema, v);
+      if (known === undefined) this.memo.set(schema, (known = new Map()));
+      known.set(key, out);
+      return out;
     } finally {
       this.depth--;
     }
@@ -104,7 +129,7 @@ export class ValueValidator {
       if (!(Array.isArray(t) ? t : [t]).some((x) => typeMatches(v, x))) return false;
     }
     if (has(s, "const") && !jsonEqual(s["const"], v)) return false;
-    if (Array.isArray(s["enum"]) && !s["enum"].some((x) => jsonEqual(x, v))) return false;
+    if (Array.isArray(s["enum"]) && !enumKeys(s["enum"]).has(canonical(v))) return false;
     out = and(out, () => this.applicators(s, v));
     if (out === false) return false;
     if (typeof v === "string") out = and(out, () => this.string(s, v));
