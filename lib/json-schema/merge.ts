@@ -6,6 +6,7 @@
  * (never a silent loss of one side). No reference counterpart (llama.cpp merges `allOf` object
  * properties only).
  */
+import { ASSERTION_KEYWORDS } from "./keywords.js";
 import { jsonDump } from "./literal.js";
 
 type Json = Record<string, unknown>;
@@ -91,7 +92,8 @@ export function mergeSchemas(a: unknown, b: unknown): unknown {
     }
     const av = out[k];
     if (jsonDump(av) === jsonDump(bv)) continue;
-    if (ANNOTATIONS.has(k)) continue;
+    // annotations, and keywords no validator knows (`_id`, `x-...`, `javaInterfaces`): the first side's value
+    if (ANNOTATIONS.has(k) || (!ASSERTION_KEYWORDS.includes(k) && k !== "format" && k !== "nullable")) continue;
     if (MAXES.has(k) && typeof av === "number" && typeof bv === "number") out[k] = Math.max(av, bv);
     else if (MINS.has(k) && typeof av === "number" && typeof bv === "number") out[k] = Math.min(av, bv);
     else if (k === "type") out[k] = mergeTypes(av, bv);

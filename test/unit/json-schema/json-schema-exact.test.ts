@@ -234,6 +234,18 @@ const CASES: Case[] = [
     keys: ["x", "y", "a", "b", "p", "q", "r"],
   },
   {
+    name: "allOf parts that differ in keywords no validator knows (_id, x-...) merge on the first part's value",
+    schema: {
+      allOf: [
+        { _id: "a", "x-kind": "left", type: "object", properties: { n: { type: "integer" } }, required: ["n"] },
+        { _id: "b", "x-kind": "right", properties: { n: { maximum: 3 } } },
+      ],
+    },
+    valid: [{ n: 0 }, { n: 3 }, { n: -2, m: "x" }],
+    invalid: [{}, { n: 4 }, { n: "1" }],
+    keys: ["n", "m"],
+  },
+  {
     name: "anchors inside a pattern; a pattern times a long length counter",
     schema: {
       type: "object",
