@@ -5,8 +5,9 @@
 // json.dumps does by default (", " and ": " separators, ASCII escapes, floats as repr), tokenize it
 // with the Llama 3 vocabulary and feed it token by token (test/native-grammar's schema.check); a
 // schema passes when its grammar compiles, every valid instance is accepted and every invalid one
-// rejected. Compilers: ours (default mode, strict), ours with unsupported: "ignore", ours in
-// reference mode, and llama.cpp's vendored examples/json_schema_to_grammar.py.
+// rejected. Compilers: ours (default mode, strict), the same with propertyOrder: "any"
+// (strict-any), ours with unsupported: "ignore", ours in reference mode, and llama.cpp's
+// vendored examples/json_schema_to_grammar.py.
 //
 //   node scripts/bench-schemas.mjs --corpus DIR [--every N] [--limit N] [--compilers a,b]
 //        [--no-mask-times] [--json] [--out FILE] [--list-failures N] [--timeout-ms N] [--slowest N]
@@ -26,7 +27,7 @@ const opt = (name, dflt) => {
 };
 const corpus = opt("corpus");
 if (!corpus) {
-  console.error("usage: bench-schemas.mjs --corpus <maskbench/data dir> [--every N] [--limit N] [--compilers strict,ignore,reference,llamacpp]");
+  console.error("usage: bench-schemas.mjs --corpus <maskbench/data dir> [--every N] [--limit N] [--compilers strict,strict-any,ignore,reference,reference-ignore,llamacpp]");
   process.exit(2);
 }
 const every = Number(opt("every", "1"));
@@ -223,6 +224,7 @@ const python = compilers.includes("llamacpp") ? startPythonConverter() : null;
 
 const compile = {
   strict: (s) => compileJsonSchema(s).gbnf,
+  "strict-any": (s) => compileJsonSchema(s, { propertyOrder: "any" }).gbnf,
   ignore: (s) => compileJsonSchema(s, { unsupported: "ignore" }).gbnf,
   reference: (s) => compileJsonSchema(s, { schemaMode: "reference" }).gbnf,
   "reference-ignore": (s) => compileJsonSchema(s, { schemaMode: "reference", unsupported: "ignore" }).gbnf,

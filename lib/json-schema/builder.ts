@@ -8,6 +8,7 @@
 import { LlamapegError } from "../errors.js";
 import { checkGbnf } from "../gbnf/check.js";
 import { checkSchemaDepth } from "./depth.js";
+import { asDeclaredDraft } from "./dialect.js";
 import { Emitter } from "./emit.js";
 import { resolveRefs, type RefTable } from "./refs.js";
 import { Reporter, type SchemaWarning, type UnsupportedMode } from "./report.js";
@@ -28,11 +29,16 @@ export interface GrammarBuilder {
  */
 export type SchemaMode = "default" | "reference";
 
+/** Where the default mode lets an object's declared properties stand: as declared, or anywhere. */
+export type PropertyOrder = "declared" | "any";
+
 export interface GrammarOptions {
   /** Which compiler: `"reference"` (the default here, for the chat layer's plans) or `"default"`. */
   schemaMode?: SchemaMode;
   /** `.` in patterns matches line breaks too. */
   dotall?: boolean;
+  /** Default mode: object properties in declaration order (default), or in any order (objects of up to 6 declared properties; larger ones keep declaration order). */
+  propertyOrder?: PropertyOrder;
   /** What to do with a keyword the compiler cannot honour: throw (default) or leave it out with a warning. */
   unsupported?: UnsupportedMode;
   /** Receives the warnings of `unsupported: "ignore"`. */
@@ -50,16 +56,17 @@ export function buildGrammar(cb: (b: GrammarBuilder) => void, options: GrammarOp
   const rules = new RuleSet((options.schemaMode ?? "reference") === "reference");
   const refs: RefTable = new Map();
   const report = new Reporter(options.unsupported ?? "error");
-  const emitter = new Emitter(rules, refs, report, options.dotall ?? false);
+  const emitter = new Emitter(rules, refs, report, options.dotall ?? false, options.propertyOrder ?? "declared");
   const builder: GrammarBuilder = {
     addRule: (name, body) => rules.add(name, body),
+    // the default mode reads a document as its declared draft does (dialect.ts)
     addSchema: (name, schema) => {
       checkSchemaDepth(schema, "#");
-      return emitter.addSchema(name === "root" ? "" : name, schema);
+      return emitter.addSchema(name === "root" ? "" : name, rules.reference ? schema : asDeclaredDraft(schema));
     },
     resolveRefs: (schema) => {
       checkSchemaDepth(schema, "#");
-      resolveRefs(schema, refs, report, !rules.reference);
+      resolveRefs(rules.reference ? schema : asDeclaredDraft(schema), refs, report, !rules.reference);
     },
   };
   try {
@@ -75,6 +82,8 @@ export interface CompileOptions {
   schemaMode?: SchemaMode;
   dotall?: boolean;
   unsupported?: UnsupportedMode;
+  /** See {@link GrammarOptions.propertyOrder}. */
+  propertyOrder?: PropertyOrder;
 }
 
 export interface CompiledSchema {

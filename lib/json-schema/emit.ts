@@ -5,20 +5,25 @@
  */
 import { LlamapegError, assertNever } from "../errors.js";
 import { integerRangeRule } from "./integer-range.js";
-import { gbnfFormatLiteral, jsonDump } from "./literal.js";
+import { gbnfFormatLiteral, jsonDump, sanitizeRuleName } from "./literal.js";
 import { Normalizer, type Property, type SchemaNode } from "./normalize.js";
+
+type ObjectNode = Extract<SchemaNode, { kind: "object" }>;
+
+/** Most declared properties an object may have for `propertyOrder: "any"` (2^n states). */
+const MAX_ANY_ORDER = 6;
 import { DefaultNormalizer } from "./normalize-default.js";
-import { jsonStringLiteral } from "./regex-gbnf.js";
+import { dfaStringRule, dfaTextRule, jsonStringLiteral } from "./regex-gbnf.js";
 import { LengthsBesidePattern, regexStringRule } from "./regex-gbnf.js";
 import { InvalidPattern, UnsupportedPattern, patternToRule } from "./pattern.js";
 import type { RefTable } from "./refs.js";
 import type { Reporter } from "./report.js";
-import { STRING_FORMAT_RULES, buildRepetition, builtinRule, isReservedName, type RuleSet } from "./rules.js";
+import { STRING_FORMAT_RULES, buildRepetition, builtinRule, isReservedName, longRepetition, type BlockRule, type RuleSet } from "./rules.js";
 
 const join = (parent: string, child: string): string => (parent === "" ? child : `${parent}-${child}`);
 
 /** `[prefix..., rest...]` with min..max items in all (default mode). */
-function itemsRule(prefix: string[], rest: string | null, min: number, max: number): string {
+function itemsRule(prefix: string[], rest: string | null, min: number, max: number, block: BlockRule): string {
   // items 0..k-1 from the prefix (each one present only when the one before is), then rest
   const k = prefix.length;
   const tail = (from: number): string => {
@@ -32,15 +37,16 @@ function itemsRule(prefix: string[], rest: string | null, min: number, max: numb
     if (rest === null || max <= from) return "";
     const lo = Math.max(0, min - from);
     const hi = max === Infinity ? Infinity : max - from;
-    return buildRepetition(`("," space ${rest})`, lo, hi);
+    return longRepetition(`("," space ${rest})`, lo, hi, block);
   };
   let body: string;
   if (k > 0) body = `${prefix[0]}${tail(1) === "" ? "" : ` ${tail(1)}`}`;
   else if (rest === null || max === 0) body = "";
   else body = `${rest}${tail(1) === "" ? "" : ` ${tail(1)}`}`;
   if (body === "") return '"[" space "]"';
-  const optional = min === 0;
-  return `"[" space ${optional ? `(${body})?` : body} space "]"`;
+  if (min > 0) return `"[" space ${body} space "]"`;
+  // a count composed of blocks generates more rules than a group may repeat (even `?`): a rule of its own
+  return `"[" space ${max !== Infinity && max > 1999 ? `${block(body)}?` : `(${body})?`} space "]"`;
 }
 
 export class Emitter {
@@ -56,8 +62,9 @@ export class Emitter {
     private readonly refs: RefTable,
     private readonly report: Reporter,
     private readonly dotall: boolean,
+    private readonly propertyOrder: "declared" | "any" = "declared",
   ) {
-    this.normalizer = rules.reference ? new Normalizer(refs, report) : new DefaultNormalizer(refs, report);
+    this.normalizer = rules.reference ? new Normalizer(refs, report) : new DefaultNormalizer(refs, report, dotall);
   }
 
   private builtin(name: string) {
@@ -95,12 +102,12 @@ export class Emitter {
         if (!rules.reference) return rules.add(ruleName, `(${node.values.map((v) => this.valueLiteral(v)).join(" | ")})`);
         return rules.add(ruleName, `(${node.values.map((v) => gbnfFormatLiteral(jsonDump(v))).join(" | ")})`);
       case "object":
-        if (!rules.reference) return rules.add(ruleName, this.orderedObjectRule(node.properties, node.required, name, node.additional, node.patternKeys, node.forbidden));
+        if (!rules.reference) return rules.add(ruleName, this.orderedObjectRule(node, name));
         return rules.add(ruleName, this.objectRule(node.properties, node.required, name, node.additional));
       case "items": {
         const prefix = node.prefix.map((it, i) => this.visit(it, join(name, `tuple-${i}`)));
         const rest = node.rest === null ? null : this.visit(node.rest, join(name, "item"));
-        return rules.add(ruleName, itemsRule(prefix, rest, node.min, node.max));
+        return rules.add(ruleName, itemsRule(prefix, rest, node.min, node.max, (body) => rules.add(`${ruleName}-block`, body)));
       }
       case "regex":
         return this.regexRule(node.pattern, ruleName, node.where, node.minLength, node.maxLength);
@@ -108,6 +115,14 @@ export class Emitter {
         return rules.add(ruleName, node.rule);
       case "not-strings":
         return rules.add(ruleName, this.notStrings(node.values));
+      case "number-dfa":
+        return dfaTextRule(node.dfa, ruleName, rules);
+      case "string-dfa":
+        return dfaStringRule(node.dfa, ruleName, rules);
+      case "never":
+        // reached only where no enclosing object, array or union could drop it (the root, a $ref)
+        this.report.unsupported(node.keyword, `the schema admits no value: ${node.reason}`, node.where);
+        return rules.add(ruleName, rules.addPrimitive("value", this.builtin("value")));
       case "all-of":
         if (node.enumLiterals.length > 0) return rules.add(ruleName, `(${node.enumLiterals.join(" | ")})`);
         return rules.add(ruleName, this.objectRule(node.properties, node.required, name, null));
@@ -129,7 +144,8 @@ export class Emitter {
       }
       case "string-length": {
         const char = rules.addPrimitive("char", this.builtin("char"));
-        return rules.add(ruleName, `"\\"" ${buildRepetition(char, node.min, node.max)} "\\""`);
+        const chars = rules.reference ? buildRepetition(char, node.min, node.max) : longRepetition(char, node.min, node.max, (body) => rules.add(`${ruleName}-block`, body));
+        return rules.add(ruleName, `"\\"" ${chars} "\\""`);
       }
       case "integer-range":
         return rules.add(ruleName, integerRangeRule(node.min, node.max));
@@ -160,16 +176,6 @@ export class Emitter {
     return gbnfFormatLiteral(jsonDump(v));
   }
 
-  private patternKeyRule(patterns: string[], ruleName: string): string {
-    try {
-      return regexStringRule(patterns, ruleName, this.rules, { dotall: this.dotall });
-    } catch (err) {
-      if (!(err instanceof UnsupportedPattern || err instanceof InvalidPattern)) throw err;
-      this.report.unsupported("patternProperties", `the key patterns ${JSON.stringify(patterns)} are not supported (${err.message})`, "#/patternProperties");
-      return this.rules.addPrimitive("string", this.builtin("string"));
-    }
-  }
-
   private regexRule(pattern: string, ruleName: string, where: string, minLength: number, maxLength: number): string {
     const snapshot = this.rules.snapshot();
     try {
@@ -192,38 +198,44 @@ export class Emitter {
 
   /**
    * Default mode: `{...}` with the properties in declaration order, each optional one where it
-   * stands, and additional properties (when allowed) anywhere between them. Two rules per
-   * property position: `-pN` (nothing written yet) and `-qN` (something written: a comma first).
+   * stands, and other members (when allowed) anywhere between them. Two rules per property
+   * position: `-pN` (nothing written yet) and `-qN` (something written: a comma first).
    */
-  private orderedObjectRule(properties: Property[], required: ReadonlySet<string>, name: string, additional: SchemaNode | boolean | null, patternKeys?: string[], forbidden: string[] = []): string {
+  private orderedObjectRule(node: ObjectNode, name: string): string {
+    const { properties, required } = node;
     const kv: string[] = properties.map(({ name: prop, schema }) => {
       const valueRule = this.visit(schema, join(name, prop));
       return this.rules.add(join(name, `${prop}-kv`), `${jsonStringLiteral(prop)} space ":" space ${valueRule}`);
     });
-    let extra: string | null = null;
-    if (additional === true || (typeof additional === "object" && additional !== null)) {
-      const sub = join(name, "additional");
-      const valueRule = additional === true ? this.rules.addPrimitive("value", this.builtin("value")) : this.visit(additional, `${sub}-value`);
-      const names = [...properties.map((p) => p.name), ...forbidden];
-      const keyRule =
-        patternKeys !== undefined
-          ? this.patternKeyRule(patternKeys, `${sub}-k`)
-          : names.length === 0
-            ? this.rules.addPrimitive("string", this.builtin("string"))
-            : this.rules.add(`${sub}-k`, this.notStrings(names));
-      extra = this.rules.add(`${sub}-kv`, `${keyRule} space ":" space ${valueRule}`);
-    }
+    const extra = this.otherMembers(node, name);
     const n = properties.length;
-    // the additional members between two properties, as rules of their own: each property
+    if (extra === null && (node.minProperties !== undefined || node.maxProperties !== undefined)) {
+      return this.countedObject(kv, properties.map((p) => required.has(p.name)), node.minProperties ?? 0, node.maxProperties ?? Infinity, name);
+    }
+    if (extra !== null && n === 0 && (node.maxProperties !== undefined || (node.minProperties ?? 0) > 1)) {
+      // a map with a bounded count of members
+      const min = node.minProperties ?? 0;
+      const max = node.maxProperties ?? Infinity;
+      if (max === 0) return '"{" space "}"';
+      const body = `${extra} ${buildRepetition(`("," space ${extra})`, Math.max(0, min - 1), max - 1)}`.trim();
+      return `"{" space ${min > 0 ? body : `(${body})?`} space "}"`;
+    }
+    if (this.propertyOrder === "any" && n > 1 && n <= MAX_ANY_ORDER && node.minProperties === undefined && node.maxProperties === undefined) {
+      return this.anyOrderObject(kv, properties.map((p) => required.has(p.name)), extra, name);
+    }
+    // minProperties 1 beside other members: the object is not empty
+    const nonEmpty = (node.minProperties ?? 0) > 0;
+    // the other members between two properties, as rules of their own: each property
     // position repeats them, and inline they made most of a large object's grammar
     const extras = extra === null ? "" : this.rules.add(join(name, "more"), `("," space ${extra})*`);
     const lead = extra === null ? "" : this.rules.add(join(name, "lead"), `${extra} ${extras} "," space`);
-    if (n === 0) return extra === null ? '"{" space "}"' : `"{" space (${extra} ${extras})? space "}"`;
+    if (n === 0) return extra === null ? '"{" space "}"' : nonEmpty ? `"{" space ${extra} ${extras} space "}"` : `"{" space (${extra} ${extras})? space "}"`;
     // from the end back: after[i] = the rest from property i on once something was written
-    // ("" = nothing may follow), first[i] = the same with nothing written yet (null = may be empty)
+    // ("" = nothing may follow), first[i] = the same with nothing written yet: a rule, or "empty"
+    // (only nothing), or "none" (nothing at all: the object may not be empty)
     const cat = (...parts: string[]): string => parts.filter((x) => x !== "").join(" ");
     let after = extras;
-    let first: string | null = extra === null ? null : `(${extra} ${extras})?`;
+    let first: string = extra === null ? (nonEmpty ? "none" : "empty") : nonEmpty ? `${extra} ${extras}` : `(${extra} ${extras})?`;
     for (let i = n - 1; i >= 0; i--) {
       const isReq = required.has(properties[i]!.name);
       const a = cat(extras, `"," space ${kv[i]}`, after);
@@ -232,14 +244,95 @@ export class Emitter {
       const afterBody = isReq ? a : after === "" ? `(${a})?` : `${a} | ${after}`;
       const afterRule = i === 0 ? "" : this.rules.add(join(name, `q${i}`), afterBody);
       let firstBody: string;
-      if (isReq) firstBody = fx;
-      else if (first === null) firstBody = `(${fx})?`;
+      if (isReq || first === "none") firstBody = fx;
+      else if (first === "empty") firstBody = `(${fx})?`;
       else firstBody = `${fx} | ${first}`;
-      const firstRule = this.rules.add(join(name, `p${i}`), firstBody);
+      first = this.rules.add(join(name, `p${i}`), firstBody);
       after = afterRule;
-      first = firstRule;
     }
     return `"{" space ${first} space "}"`;
+  }
+
+  /**
+   * Properties in any order (`propertyOrder: "any"`): one rule per set of properties written so
+   * far (and whether anything was), each offering every property not yet written, another member,
+   * or the end once the required ones are in; 2^n states, so only for small objects.
+   */
+  private anyOrderObject(kv: string[], isRequired: boolean[], extra: string | null, name: string): string {
+    const n = kv.length;
+    const needed = isRequired.reduce((m, r, i) => (r ? m | (1 << i) : m), 0);
+    const base = sanitizeRuleName(name === "" ? "root" : name);
+    for (let k = 0; ; k++) {
+      const ruleOf = (mask: number, written: boolean): string => `${base}-o${k === 0 ? "" : `${k}-`}${mask}${written ? "w" : ""}`;
+      const bodies = new Map<string, string>();
+      for (let mask = 0; mask < 1 << n; mask++) {
+        // (a state with something written but no property yet exists only beside other members)
+        for (const written of mask !== 0 ? [true] : extra !== null ? [false, true] : [false]) {
+          const sep = written ? '"," space ' : "";
+          const alts: string[] = [];
+          for (let i = 0; i < n; i++) if (!(mask & (1 << i))) alts.push(`${sep}${kv[i]} ${ruleOf(mask | (1 << i), true)}`);
+          if (extra !== null) alts.push(`${sep}${extra} ${ruleOf(mask, true)}`);
+          if ((mask & needed) === needed) alts.push('""');
+          bodies.set(ruleOf(mask, written), alts.length === 0 ? '""' : alts.join(" | "));
+        }
+      }
+      // the state rules name each other: a prefix none of them clashes under
+      if ([...bodies].some(([r, b]) => (this.rules.get(r) ?? b) !== b)) continue;
+      for (const [r, b] of bodies) this.rules.add(r, b);
+      return `"{" space ${ruleOf(0, false)} space "}"`;
+    }
+  }
+
+  /** The rule for one other member (`key: value`), or null when no other key may appear. */
+  private otherMembers(node: ObjectNode, name: string): string | null {
+    const sub = join(name, "additional");
+    if (node.members !== undefined) {
+      if (node.members.length === 0) return null;
+      const alts = node.members.map((m, j) => {
+        const suffix = j === 0 ? "" : String(j);
+        const keyRule = dfaStringRule(m.keys, `${sub}-k${suffix}`, this.rules);
+        const valueRule = m.value.kind === "any-value" ? this.rules.addPrimitive("value", this.builtin("value")) : this.visit(m.value, `${sub}-value${suffix}`);
+        return `${keyRule} space ":" space ${valueRule}`;
+      });
+      return this.rules.add(`${sub}-kv`, alts.join(" | "));
+    }
+    const additional = node.additional;
+    if (additional !== true && (typeof additional !== "object" || additional === null)) return null;
+    const valueRule = additional === true ? this.rules.addPrimitive("value", this.builtin("value")) : this.visit(additional, `${sub}-value`);
+    const names = [...node.properties.map((p) => p.name), ...(node.forbidden ?? [])];
+    const keyRule = names.length === 0 ? this.rules.addPrimitive("string", this.builtin("string")) : this.rules.add(`${sub}-k`, this.notStrings(names));
+    return this.rules.add(`${sub}-kv`, `${keyRule} space ":" space ${valueRule}`);
+  }
+
+  /**
+   * Declared properties only, with min..max of them present: one rule per (position, count
+   * written so far), so the count is exact. The normalizer bounds the rule count.
+   */
+  private countedObject(kv: string[], isRequired: boolean[], min: number, max: number, name: string): string {
+    const n = kv.length;
+    const memo = new Map<string, string | null>();
+    // the rest from property i with c written: a rule name, "" (only the end), or null (impossible)
+    const rest = (i: number, c: number): string | null => {
+      if (i === n) return c >= min ? "" : null;
+      if (c + (n - i) < min) return null;
+      const key = `${i},${c}`;
+      if (memo.has(key)) return memo.get(key)!;
+      const alts: string[] = [];
+      if (c < max) {
+        const r = rest(i + 1, c + 1);
+        if (r !== null) alts.push([c > 0 ? '"," space' : "", kv[i]!, r].filter((x) => x !== "").join(" "));
+      }
+      if (!isRequired[i]) {
+        const r = rest(i + 1, c);
+        if (r !== null) alts.push(r === "" ? '""' : r);
+      }
+      const out = alts.length === 0 ? null : this.rules.add(join(name, `n${i}-${c}`), alts.join(" | "));
+      memo.set(key, out);
+      return out;
+    };
+    const body = rest(0, 0);
+    if (body === null) throw new LlamapegError("ERR_SCHEMA_INVALID", `invalid JSON schema: minProperties/maxProperties leave no object`, { where: "#" });
+    return `"{" space ${body} space "}"`;
   }
 
   private resolveRef(ref: string): string {
@@ -390,7 +483,11 @@ export class Emitter {
         if (child.children.size > 0) {
           out.push(" (");
           walk(child);
-          out.push(")");
+          // default mode: a proper prefix of the names that is none of them is a key too (the
+          // reference's group has no empty branch here, so it rejects such keys). An empty
+          // branch, not `?`: a quantified group counts the rules generated inside it against
+          // llama.cpp's 2,000, and a trie of many names nests thousands
+          out.push(!this.rules.reference && !child.end ? ' | "")' : ")");
         } else if (child.end) {
           out.push(` ${char}+`);
         }
@@ -409,8 +506,9 @@ export class Emitter {
     // only "" declared: any non-empty key (the reference writes an empty group here, which
     // accepts "" and nothing else)
     if (root.children.size === 0) out.push(`${char}+`);
-    out.push(" )");
-    if (!root.end) out.push("?");
+    // the empty key: optional in the reference; an empty branch in the default mode (as above)
+    if (!root.end && !this.rules.reference) out.push(' | "" )');
+    else out.push(root.end ? " )" : " )?");
     out.push(' ["]');
     return out.join("");
   }

@@ -8,11 +8,22 @@
  */
 import { jsonDump, pointerJoin } from "./literal.js";
 import { ASSERTION_KEYWORDS, isVacuous, typeOfValue, valueHasType, type JsonType } from "./keywords.js";
-import { MergeConflict, mergeSchemas } from "./merge.js";
-import { Normalizer, type Property, type SchemaNode } from "./normalize.js";
-import { MAX_REPETITION } from "./pattern.js";
+import { MergeConflict, ifAsAlternatives, mergeSchemas } from "./merge.js";
+import { Normalizer, type Member, type Property, type SchemaNode } from "./normalize.js";
 import { FORMAT_PATTERNS, UNSUPPORTED_FORMATS } from "./formats.js";
 import { numberRangeRule } from "./number-range.js";
+import { decimalRatio, multipleOfDfa } from "./multiple-of.js";
+import { ValueValidator, enumeratedValues } from "./validate-value.js";
+import { withoutNot as complementOf, type ComplementContext } from "./complement.js";
+import { Disjointness } from "./disjoint.js";
+import { EXCLUDED_STRINGS, FORBIDDEN, NON_INTEGER, STRING_DFA } from "./markers.js";
+import { OneOfSplitter } from "./one-of.js";
+import { keyRegions, stringSchemaDfa, type KeyRegion } from "./key-regions.js";
+import { InvalidPattern, UnsupportedPattern } from "./pattern.js";
+import { patternDfa } from "./regex-gbnf.js";
+import { difference, isEmpty, minimize, type Dfa } from "./regex-dfa.js";
+import type { RefTable } from "./refs.js";
+import type { Reporter } from "./report.js";
 
 type Json = Record<string, unknown>;
 const isObject = (v: unknown): v is Json => typeof v === "object" && v !== null && !Array.isArray(v);
@@ -29,8 +40,8 @@ const FAMILY: ReadonlyArray<[JsonType, readonly string[]]> = [
   ["number", NUMBER_WORDS],
 ];
 
-/** Keys an object must not have (set by `not: {required}` and dependentRequired branches). */
-const FORBIDDEN: unique symbol = Symbol("forbidden keys");
+/** Merged schemas longer than this (as JSON text) become shared rules. */
+const SHARED_MERGE_LENGTH = 1000;
 /** Most alternatives uniqueItems over an enum may enumerate, and dependentRequired may split into. */
 const MAX_UNIQUE_SEQUENCES = 200;
 const MAX_DEPENDENCY_BRANCHES = 8;
@@ -51,14 +62,39 @@ function safeTest(pattern: string, s: string): boolean | null {
 export class DefaultNormalizer extends Normalizer {
   /** Refs being inlined for a merge (a recursive ref with siblings cannot be). */
   private readonly inlining = new Set<string>();
+  private readonly values = new ValueValidator(this.refs);
+  private readonly disjointness: Disjointness;
+
+  private readonly complementContext: ComplementContext;
+  private readonly oneOf: OneOfSplitter;
+  /** Merged schemas being normalized (by their text), and the refs made for those met again. */
+  private readonly activeMerged = new Set<string>();
+  private readonly mergedRefs = new Map<string, string>();
+
+  constructor(refs: RefTable, report: Reporter, private readonly dotall = false) {
+    super(refs, report);
+    this.disjointness = new Disjointness(refs, this.values, dotall);
+    this.oneOf = new OneOfSplitter({ refs, dotall, disjointness: this.disjointness, inlined: (x) => this.inlinedOrNull(x) });
+    this.complementContext = {
+      inlined: (x) => this.inlinedOrNull(x as Json) ?? x,
+      stringDfa: (x) => {
+        try {
+          return stringSchemaDfa(x, refs, dotall);
+        } catch (e) {
+          if (e instanceof UnsupportedPattern || e instanceof InvalidPattern) return null;
+          throw e;
+        }
+      },
+      validate: (x, v) => this.values.validate(x, v),
+    };
+  }
 
   protected override node(raw: unknown, where: string): SchemaNode {
     if (raw === true) return { kind: "any-value" };
-    if (raw === false) {
-      this.report.unsupported("false", "the schema false accepts no value", where);
-      return { kind: "any-value" };
-    }
+    if (raw === false) return { kind: "never", keyword: "false", where, reason: "the schema false accepts no value" };
     if (!isObject(raw)) this.report.invalid(`a schema must be an object or a boolean, got ${jsonDump(raw)}`, where);
+    const strings = (raw as Record<symbol, unknown>)[STRING_DFA] as Dfa | undefined;
+    if (strings !== undefined) return isEmpty(strings) ? { kind: "never", keyword: "oneOf", where, reason: "no string matches exactly one alternative" } : { kind: "string-dfa", dfa: strings };
     if (has(raw, "type")) this.checkType(raw["type"], pointerJoin(where, "type"));
     if (has(raw, "format") && typeof raw["format"] !== "string") this.report.invalid("format must be a string", pointerJoin(where, "format"));
     // draft-4 / OpenAPI spellings
@@ -67,7 +103,43 @@ export class DefaultNormalizer extends Normalizer {
       const { nullable: _, ...rest } = schema;
       schema = { anyOf: [rest, { type: "null" }] };
     }
+    // enumerated values: every keyword beside them is decided value by value
+    const listed = enumeratedValues(schema, this.refs);
+    if (listed !== null) {
+      const node = this.listedNode(schema, listed, where);
+      if (node !== null) return node;
+    }
+    const before = schema;
     schema = this.merged(schema, where);
+    if (has(schema, "if")) schema = this.merged(ifAsAlternatives(schema), where);
+    if (schema === before) return this.flatNode(schema, where);
+    // a merged schema met again inside itself (recursive refs merged with other keywords, through
+    // properties or items): a ref of its own, so the grammar recurses instead of unrolling forever
+    const key = `${jsonDump(schema)}\u0000${jsonDump((schema as Record<symbol, unknown>)[FORBIDDEN] ?? null)}`;
+    // (symbol-keyed constraints other than forbidden keys are not shared this way)
+    const shareable = Object.getOwnPropertySymbols(schema).every((x) => x === FORBIDDEN);
+    // a large merged schema is a rule of its own too, shared by every place that merges to it
+    // (the same $ref with the same siblings under a hundred properties made a hundred copies)
+    if (this.activeMerged.has(key) || (shareable && key.length > SHARED_MERGE_LENGTH)) {
+      let ref = this.mergedRefs.get(key);
+      if (ref === undefined) {
+        const last = where.split("/").pop() ?? "";
+        ref = `#/$merged/${this.mergedRefs.size}-${last}`;
+        this.mergedRefs.set(key, ref);
+        this.refs.set(ref, { schema, where });
+      }
+      return { kind: "ref", ref };
+    }
+    if (shareable) this.activeMerged.add(key);
+    try {
+      return this.flatNode(schema, where);
+    } finally {
+      if (shareable) this.activeMerged.delete(key);
+    }
+  }
+
+  /** A schema with `allOf` and the keywords beside `$ref`/`anyOf`/`oneOf` merged in. */
+  private flatNode(schema: Json, where: string): SchemaNode {
     if (has(schema, "not") && !has(schema, "const") && !has(schema, "enum") && !has(schema, "$ref") && !has(schema, "anyOf") && !has(schema, "oneOf")) {
       const r = this.withoutNot(schema, where);
       if (r.node !== undefined) return r.node;
@@ -81,16 +153,19 @@ export class DefaultNormalizer extends Normalizer {
     }
     for (const key of ["anyOf", "oneOf"]) {
       if (!has(schema, key)) continue;
-      const alts = this.nonEmptyArray(schema[key], pointerJoin(where, key));
-      if (key === "oneOf" && !this.disjoint(alts)) {
-        this.report.unsupported("oneOf", "oneOf whose alternatives may overlap (only one may match) is not supported", pointerJoin(where, key));
+      let alts = this.nonEmptyArray(schema[key], pointerJoin(where, key));
+      if (key === "oneOf") {
+        const exact = this.oneOf.exclusiveAlternatives(alts);
+        if (exact === null) this.report.unsupported("oneOf", "oneOf whose alternatives may overlap (only one may match) is not supported", pointerJoin(where, key));
+        else if (exact.length === 0) return { kind: "never", keyword: "oneOf", where: pointerJoin(where, key), reason: "every value the oneOf admits satisfies several of its alternatives" };
+        else alts = exact;
       }
-      return { kind: "union", alternatives: alts.map((a, i) => this.normalize(a, pointerJoin(pointerJoin(where, key), i))) };
+      return this.union(alts.map((a, i) => this.normalize(a, pointerJoin(pointerJoin(where, key), i))), key, pointerJoin(where, key));
     }
     if (has(schema, "const") || has(schema, "enum")) return this.valuesNode(schema, where);
 
     const branches = this.dependencyBranches(schema, where);
-    if (branches !== null) return { kind: "union", alternatives: branches.map((b) => this.normalize(b, where)) };
+    if (branches !== null) return this.union(branches.map((b) => this.normalize(b, where)), "dependencies", where);
 
     const types = this.typesOf(schema);
     if (types === "any") {
@@ -98,7 +173,36 @@ export class DefaultNormalizer extends Normalizer {
       return { kind: "any-value" };
     }
     const nodes = types.map((t) => this.typedNode(schema, t, where));
-    return nodes.length === 1 ? nodes[0]! : { kind: "union", alternatives: nodes };
+    // no `type`: the keywords constrain their own type only, and every other type is admitted whole
+    if (!has(schema, "type")) {
+      for (const t of ALL_TYPES) if (!types.includes(t) && !(t === "number" && types.includes("integer"))) nodes.push(t === "object" ? { kind: "any-object" } : { kind: "primitive", type: t });
+    }
+    return this.union(nodes, "type", where);
+  }
+
+  /** Alternatives that admit no value are dropped; none left is a `never`. */
+  private union(nodes: SchemaNode[], keyword: string, where: string): SchemaNode {
+    const alive = nodes.filter((n) => n.kind !== "never");
+    if (alive.length === 0) return nodes.length === 1 ? nodes[0]! : { kind: "never", keyword, where, reason: `no alternative of ${keyword} admits a value` };
+    return alive.length === 1 ? alive[0]! : { kind: "union", alternatives: alive };
+  }
+
+  /**
+   * A schema whose values are listed (enumeratedValues): the listed values that are valid against
+   * the whole schema, decided one by one; null when one of them cannot be decided here.
+   */
+  private listedNode(schema: Json, listed: unknown[], where: string): SchemaNode | null {
+    const kept: unknown[] = [];
+    for (const v of listed) {
+      const ok = this.values.validate(schema, v);
+      if (ok === null) return null;
+      if (ok) kept.push(v);
+    }
+    if (kept.length === 0) {
+      const keyword = has(schema, "const") ? "const" : has(schema, "enum") ? "enum" : "allOf";
+      return { kind: "never", keyword, where: pointerJoin(where, keyword), reason: "no value of const/enum satisfies the keywords beside it" };
+    }
+    return kept.length === 1 ? { kind: "const", value: kept[0] } : { kind: "enum", values: kept };
   }
 
   /**
@@ -118,31 +222,9 @@ export class DefaultNormalizer extends Normalizer {
         return { schema: mergeSchemas(rest, this.inlined(n["not"], where)) as Json };
       } catch (e) {
         if (!(e instanceof MergeConflict)) throw e;
+        if (e.empty) return { node: { kind: "never", keyword: "not", where: pointerJoin(where, "not"), reason: e.message } };
         return { schema };
       }
-    }
-    if (words.length === 1 && words[0] === "type") {
-      const t = n["type"];
-      const out = new Set(typeof t === "string" ? [t] : Array.isArray(t) ? (t as string[]) : []);
-      const types = this.typesOf(rest);
-      let left = (types === "any" ? ALL_TYPES : types).filter((x) => !out.has(x) && !(x === "integer" && out.has("number")));
-      // a number that is not an integer has no grammar here (1.0 is an integer): refused
-      if (out.has("integer") && left.includes("number")) return { schema };
-      if (left.length === 0) return { schema };
-      left = [...new Set(left)];
-      return { schema: { ...rest, type: left.length === 1 ? left[0] : left } };
-    }
-    const single = (x: unknown): string | null =>
-      isObject(x) && Array.isArray(x["required"]) && x["required"].length === 1 && typeof x["required"][0] === "string" && Object.keys(x).every((k) => k === "required" || !ASSERTION_KEYWORDS.includes(k))
-        ? (x["required"][0] as string)
-        : null;
-    let keys: string[] | null = null;
-    if (words.length === 1 && words[0] === "required" && single(n) !== null) keys = [single(n)!];
-    if (words.length === 1 && words[0] === "anyOf" && Array.isArray(n["anyOf"]) && n["anyOf"].every((x) => single(x) !== null)) keys = n["anyOf"].map((x) => single(x)!);
-    if (keys !== null) {
-      const types = this.typesOf(rest);
-      const prior = (rest as Record<symbol, unknown>)[FORBIDDEN] as string[] | undefined;
-      return { schema: { ...rest, ...(types === "any" ? { type: ALL_TYPES } : {}), [FORBIDDEN]: [...(prior ?? []), ...keys] } };
     }
     if (words.every((k) => k === "enum" || k === "const")) {
       const values = has(n, "const") ? [n["const"]] : Array.isArray(n["enum"]) ? (n["enum"] as unknown[]) : null;
@@ -153,7 +235,11 @@ export class DefaultNormalizer extends Normalizer {
         return { node: { kind: "not-strings", values: strings } };
       }
     }
-    return { schema };
+    // the general case, type by type (complement.ts)
+    const branches = complementOf(rest, n, this.complementContext);
+    if (branches === null) return { schema };
+    if (branches.length === 0) return { node: { kind: "never", keyword: "not", where: pointerJoin(where, "not"), reason: "not excludes every value the schema admits" } };
+    return { schema: branches.length === 1 ? branches[0]! : { anyOf: branches } };
   }
 
   /**
@@ -162,47 +248,62 @@ export class DefaultNormalizer extends Normalizer {
    * The alternatives are disjoint, so the union is exact. Null when there is nothing to split.
    */
   private dependencyBranches(schema: Json, where: string): Json[] | null {
-    const key = has(schema, "dependentRequired") ? "dependentRequired" : has(schema, "dependencies") ? "dependencies" : null;
-    if (key === null) return null;
+    const key = ["dependentRequired", "dependentSchemas", "dependencies"].find((k) => has(schema, k) && !isVacuous(k, schema[k]));
+    if (key === undefined) return null;
     const deps = schema[key];
-    if (!isObject(deps) || !Object.values(deps).every((v) => Array.isArray(v) && v.every((x) => typeof x === "string"))) return null;
-    if (schema["type"] !== "object" && !(Array.isArray(schema["type"]) && schema["type"].length === 1 && schema["type"][0] === "object")) return null;
+    if (!isObject(deps)) return null;
+    const types = schema["type"] === undefined ? ALL_TYPES : Array.isArray(schema["type"]) ? (schema["type"] as string[]) : [schema["type"] as string];
+    if (!types.includes("object")) return null;
     const { [key]: _, ...rest } = schema;
     const required = new Set(Array.isArray(rest["required"]) ? (rest["required"] as string[]) : []);
     const closed = rest["additionalProperties"] === false && !has(rest, "patternProperties");
     const declared = isObject(rest["properties"]) ? new Set(Object.keys(rest["properties"])) : new Set<string>();
-    // triggers that matter: not already required-with-dependents, and able to appear
-    const forced: string[] = [];
-    const triggers: Array<[string, string[]]> = [];
-    for (const [k, v] of Object.entries(deps) as Array<[string, string[]]>) {
-      const missing = v.filter((x) => !required.has(x));
-      if (missing.length === 0) continue;
-      if (closed && !declared.has(k)) continue;
-      if (required.has(k)) forced.push(...missing);
-      else triggers.push([k, missing]);
+    // triggers that matter: able to appear, and adding something; a trigger already required
+    // applies in every branch
+    let forced: Json = {};
+    const triggers: Array<[string, Json]> = [];
+    for (const [k, v] of Object.entries(deps)) {
+      const dep: Json | null = Array.isArray(v) ? (v.every((x) => typeof x === "string") ? { required: v } : null) : v === true ? {} : isObject(v) ? v : v === false ? { not: {} } : null;
+      if (dep === null) return null;
+      if (Array.isArray(v) && v.every((x) => required.has(x as string))) continue;
+      if (Object.keys(dep).length === 0 || (closed && !declared.has(k))) continue;
+      if (required.has(k)) forced = { allOf: [...((forced["allOf"] as unknown[]) ?? []), dep] };
+      else triggers.push([k, dep]);
     }
     if (2 ** triggers.length > MAX_DEPENDENCY_BRANCHES) {
       this.report.unsupported(key, `${key} with ${triggers.length} independent trigger keys (more than ${Math.log2(MAX_DEPENDENCY_BRANCHES)}) is not supported`, pointerJoin(where, key));
       return null;
     }
-    const out: Json[] = [];
+    // the values that are no object: the dependencies say nothing about them
+    const out: Json[] = types.length > 1 ? [{ ...rest, type: types.filter((t) => t !== "object") }] : [];
+    const prior = ((rest as Record<symbol, unknown>)[FORBIDDEN] as string[] | undefined) ?? [];
     for (let mask = 0; mask < 2 ** triggers.length; mask++) {
-      const req = new Set([...required, ...forced]);
+      const present: Json[] = [];
+      const req = new Set(required);
       const forbid: string[] = [];
-      triggers.forEach(([k, v], i) => {
+      triggers.forEach(([k, dep], i) => {
         if (mask & (1 << i)) {
           req.add(k);
-          for (const x of v) req.add(x);
+          present.push(dep);
         } else forbid.push(k);
       });
+      // one branch per choice of present triggers, each with its dependencies merged in (the
+      // branches differ in which triggers are present, so they are disjoint)
+      let branch: unknown = { ...rest, type: "object", required: [...req], [FORBIDDEN]: [...prior, ...forbid] };
+      try {
+        for (const dep of [forced, ...present]) if (Object.keys(dep).length > 0) branch = mergeSchemas(branch, this.inlined(dep, where));
+      } catch (e) {
+        if (!(e instanceof MergeConflict)) throw e;
+        this.report.unsupported(key, `${key}: ${e.message}`, pointerJoin(where, key));
+        return null;
+      }
+      if (!isObject(branch)) continue;
+      const b = branch as Json & Record<symbol, unknown>;
+      b[FORBIDDEN] = [...prior, ...forbid];
+      const breq = Array.isArray(b["required"]) ? (b["required"] as string[]) : [];
       // a branch that forbids a key it also requires matches nothing
-      if (forbid.some((k) => req.has(k))) continue;
-      const prior = ((rest as Record<symbol, unknown>)[FORBIDDEN] as string[] | undefined) ?? [];
-      out.push({ ...rest, required: [...req], [FORBIDDEN]: [...prior, ...forbid] });
-    }
-    if (out.length === 0) {
-      this.report.unsupported(key, `${key} leaves no object that can be valid`, pointerJoin(where, key));
-      return null;
+      if (forbid.some((k) => breq.includes(k))) continue;
+      out.push(b);
     }
     return out;
   }
@@ -234,17 +335,19 @@ export class DefaultNormalizer extends Normalizer {
           try {
             out.push(mergeSchemas(rest, this.inlined(alt, where)));
           } catch (e) {
-            if (!(e instanceof MergeConflict) || e.keyword !== "type") throw e;
-            // an alternative whose type the siblings exclude matches nothing: dropped
+            if (!(e instanceof MergeConflict) || !e.empty) throw e;
+            // an alternative with no value in common with the siblings matches nothing: dropped
           }
         }
-        if (out.length === 0) this.report.unsupported(key, `no alternative of ${key} is compatible with the keywords beside it`, pointerJoin(where, key));
+        if (out.length === 0) return { anyOf: [false] };
         const keptAnnotations = Object.fromEntries(Object.entries(rest).filter(([k]) => !ASSERTION_KEYWORDS.includes(k)));
         s = { ...keptAnnotations, [key]: out.length > 0 ? out : alts };
         break;
       }
     } catch (e) {
       if (!(e instanceof MergeConflict)) throw e;
+      // parts with no value in common: the schema admits nothing (a never, dropped where it stands)
+      if (e.empty) return { anyOf: [false] };
       this.report.unsupported(e.keyword, `${e.message} (merging allOf or keywords next to $ref/anyOf/oneOf)`, pointerJoin(where, e.keyword));
       return schema;
     }
@@ -272,39 +375,6 @@ export class DefaultNormalizer extends Normalizer {
 
   private hasAssertions(s: Json, except: string[]): boolean {
     return Object.keys(s).some((k) => !except.includes(k) && ASSERTION_KEYWORDS.includes(k) && !isVacuous(k, s[k]));
-  }
-
-  /** Alternatives that no value can match twice: different types, or different consts of one required property. */
-  private disjoint(alts: unknown[]): boolean {
-    const sig = alts.map((a) => {
-      const s = isObject(a) ? (this.inlinedOrNull(a) ?? a) : a;
-      if (!isObject(s)) return null;
-      const t = s["type"];
-      const types = typeof t === "string" ? [t === "integer" ? "number" : t] : null;
-      let tag: string | null = null;
-      if (isObject(s["properties"])) {
-        for (const [name, p] of Object.entries(s["properties"])) {
-          const req = Array.isArray(s["required"]) && s["required"].includes(name);
-          if (req && isObject(p) && (has(p, "const") || (Array.isArray(p["enum"]) && p["enum"].length === 1))) {
-            tag = `${name}\u0000${jsonDump(has(p, "const") ? p["const"] : (p["enum"] as unknown[])[0])}`;
-          }
-        }
-      }
-      const constTag = has(s, "const") ? jsonDump(s["const"]) : null;
-      return { types, tag, constTag };
-    });
-    for (let i = 0; i < sig.length; i++) {
-      for (let j = i + 1; j < sig.length; j++) {
-        const a = sig[i];
-        const b = sig[j];
-        if (a === null || b === null) return false;
-        if (a.types !== null && b.types !== null && a.types[0] !== b.types[0]) continue;
-        if (a.constTag !== null && b.constTag !== null && a.constTag !== b.constTag) continue;
-        if (a.tag !== null && b.tag !== null && a.tag.split("\u0000")[0] === b.tag.split("\u0000")[0] && a.tag !== b.tag) continue;
-        return false;
-      }
-    }
-    return true;
   }
 
   private inlinedOrNull(s: Json): unknown {
@@ -356,8 +426,8 @@ export class DefaultNormalizer extends Normalizer {
     if (has(schema, "not") && isObject(schema["not"]) && Object.keys(schema["not"]).every((k) => CHECKED.has(k) || !ASSERTION_KEYWORDS.includes(k))) checked.add("not");
     values = values.filter((v) => this.satisfies(v, schema) && (!checked.has("not") || !this.satisfies(v, schema["not"] as Json, true)));
     if (values.length === 0) {
-      this.report.unsupported(has(schema, "const") ? "const" : "enum", "no value of const/enum satisfies the keywords beside it", pointerJoin(where, has(schema, "const") ? "const" : "enum"));
-      return { kind: "any-value" };
+      const keyword = has(schema, "const") ? "const" : "enum";
+      return { kind: "never", keyword, where: pointerJoin(where, keyword), reason: "no value of const/enum satisfies the keywords beside it" };
     }
     const consumed = [...checked].filter((k) => has(schema, k));
     this.leftovers(schema, where, consumed, new Set(values.map(typeOfValue)), "next to enum/const");
@@ -400,61 +470,143 @@ export class DefaultNormalizer extends Normalizer {
   private objectNodeDefault(schema: Json, where: string): SchemaNode {
     const properties: Property[] = has(schema, "properties") ? this.propertyList(schema["properties"], pointerJoin(where, "properties")) : [];
     const required = this.requiredSet(schema, where);
+    // a property that admits no value cannot be present: forbidden, or the object is never
+    const dead: string[] = [];
+    for (let i = properties.length - 1; i >= 0; i--) {
+      const p = properties[i]!;
+      if (p.schema.kind !== "never") continue;
+      if (required.has(p.name)) return { kind: "never", keyword: "required", where: pointerJoin(where, "required"), reason: `the required property ${JSON.stringify(p.name)} admits no value (${p.schema.reason})` };
+      properties.splice(i, 1);
+      dead.push(p.name);
+    }
     let additional: SchemaNode | boolean = true;
     let apKey = "additionalProperties";
     if (!has(schema, apKey) && has(schema, "unevaluatedProperties") && !has(schema, "patternProperties")) apKey = "unevaluatedProperties";
+    const apRaw: unknown = has(schema, apKey) ? schema[apKey] : true;
     if (has(schema, apKey)) {
       const ap = schema[apKey];
       const apWhere = pointerJoin(where, apKey);
       if (typeof ap === "boolean") additional = ap;
       else if (isObject(ap)) additional = Object.keys(ap).length === 0 ? true : this.normalize(ap, apWhere);
       else this.report.invalid(`${apKey} must be a boolean or a schema`, apWhere);
+      if (typeof additional === "object" && additional.kind === "never") additional = false;
     }
-    // a required property that is not declared: it must be there, with the additional schema
+    const pp = isObject(schema["patternProperties"]) ? Object.entries(schema["patternProperties"]) : [];
+    const ppVacuous = pp.every(([, v]) => v === true || (isObject(v) && Object.keys(v).length === 0));
+    const names = has(schema, "propertyNames") && !isVacuous("propertyNames", schema["propertyNames"]) ? schema["propertyNames"] : undefined;
+    // the keys' languages are needed when patterns give values schemas, or name keys beside
+    // additionalProperties false, or propertyNames bounds them
+    const keyed = (pp.length > 0 && !(ppVacuous && additional === true)) || names !== undefined;
+    // a required property that is not declared: it must be there, with the schemas its key gets
     const declared = new Set(properties.map((p) => p.name));
     const reqList = Array.isArray(schema["required"]) ? (schema["required"] as string[]) : [];
     for (const [i, name] of reqList.entries()) {
       if (declared.has(name)) continue;
-      if (additional === false) {
-        this.report.unsupported("required", `required property ${JSON.stringify(name)} is neither declared nor allowed by additionalProperties`, pointerJoin(pointerJoin(where, "required"), i));
-        continue;
+      const byPattern = pp.some(([pat]) => safeTest(pat, name) === true);
+      if (additional === false && !byPattern) {
+        return { kind: "never", keyword: "required", where: pointerJoin(pointerJoin(where, "required"), i), reason: `required property ${JSON.stringify(name)} is neither declared nor allowed by additionalProperties` };
       }
-      properties.push({ name, schema: additional === true ? { kind: "any-value" } : additional });
+      // (a key a pattern matches gets the patterns' schemas in keyedMembers)
+      properties.push({ name, schema: !byPattern && typeof additional === "object" ? additional : { kind: "any-value" } });
       declared.add(name);
     }
     const consumed = ["type", "properties", "required", "additionalProperties", "unevaluatedProperties"];
-    const forbidden = ((schema as Record<symbol, unknown>)[FORBIDDEN] as string[] | undefined) ?? [];
+    const forbidden = [...(((schema as Record<symbol, unknown>)[FORBIDDEN] as string[] | undefined) ?? []), ...dead];
     for (const k of forbidden) {
-      if (required.has(k)) this.report.unsupported("not", `property ${JSON.stringify(k)} is both required and forbidden (not/dependentRequired): no object is valid`, where);
+      if (required.has(k)) return { kind: "never", keyword: "required", where: pointerJoin(where, "required"), reason: `property ${JSON.stringify(k)} is both required and forbidden (not/dependentRequired)` };
     }
     if (forbidden.length > 0) {
       for (let i = properties.length - 1; i >= 0; i--) if (forbidden.includes(properties[i]!.name)) properties.splice(i, 1);
     }
-    // patternProperties with no other keys allowed: the other keys are the patterns' keys (one
-    // value schema for all of them, and no declared name matching one: a key under two schemas
-    // would need both)
-    let patternKeys: string[] | undefined;
-    const pp = schema["patternProperties"];
-    if (isObject(pp) && Object.keys(pp).length > 0) {
-      const schemas = Object.values(pp).map(jsonDump);
-      const vacuous = Object.values(pp).every((v) => v === true || (isObject(v) && Object.keys(v).length === 0));
-      if (vacuous && additional === true) consumed.push("patternProperties");
-      else if (additional === false && schemas.every((x) => x === schemas[0])) {
-        const patterns = Object.keys(pp);
-        const clash = [...properties.map((p) => p.name), ...forbidden].find((name) => patterns.some((pat) => safeTest(pat, name) !== false));
-        if (clash === undefined) {
-          patternKeys = patterns;
-          additional = this.normalize(Object.values(pp)[0], pointerJoin(pointerJoin(where, "patternProperties"), patterns[0]!));
-          consumed.push("patternProperties");
-        }
+    let members: Member[] | undefined;
+    if (keyed) {
+      const m = this.keyedMembers(schema, properties, required, forbidden, apRaw, additional, where);
+      if (m === null) return { kind: "never", keyword: "propertyNames", where: pointerJoin(where, "propertyNames"), reason: "a required property's name is not allowed by propertyNames" };
+      if (m !== undefined) {
+        members = m;
+        consumed.push("patternProperties", "propertyNames");
+      }
+    } else if (pp.length > 0) consumed.push("patternProperties");
+    const extras = members !== undefined ? members.length > 0 : additional !== false;
+    let minP = typeof schema["minProperties"] === "number" ? schema["minProperties"] : 0;
+    let maxP = typeof schema["maxProperties"] === "number" ? schema["maxProperties"] : Infinity;
+    if (minP <= required.size) minP = 0;
+    if (!extras && maxP >= properties.length) maxP = Infinity;
+    if (!extras && (minP > properties.length || required.size > maxP)) {
+      return { kind: "never", keyword: minP > properties.length ? "minProperties" : "maxProperties", where, reason: "minProperties/maxProperties leave no object" };
+    }
+    // counts: any bounds over the declared properties alone (a rule per position and count, so
+    // bounded); with other keys, "at least one"
+    // other keys only (a map): the count of members as written (a key written twice counts twice)
+    const counted = (!extras && properties.length * (Math.min(maxP, properties.length) + 1) <= 4000) || (extras && properties.length === 0 && minP <= 1999 && (maxP === Infinity || maxP <= 1999));
+    if (minP === 0 || counted || (extras && minP === 1)) consumed.push("minProperties");
+    if (maxP === Infinity || counted) consumed.push("maxProperties");
+    this.leftovers(schema, where, consumed, new Set(["object"]), "on an object");
+    const counts = { ...(minP > 0 && consumed.includes("minProperties") ? { minProperties: minP } : {}), ...(maxP !== Infinity && consumed.includes("maxProperties") ? { maxProperties: maxP } : {}) };
+    if (members !== undefined) return { kind: "object", properties, required, additional: false, members, ...counts };
+    if (forbidden.length > 0 && additional !== false) return { kind: "object", properties, required, additional, forbidden, ...counts };
+    return { kind: "object", properties, required, additional, ...counts };
+  }
+
+  /**
+   * patternProperties / propertyNames (key-regions.ts): each declared property also gets the
+   * schemas of the patterns its name matches, and the other keys are split into regions by the
+   * patterns they match, each with its value schema. Undefined when a pattern or propertyNames is
+   * beyond the automata (reported); null when a required name fails propertyNames (no object is valid).
+   */
+  private keyedMembers(schema: Json, properties: Property[], required: ReadonlySet<string>, forbidden: string[], apRaw: unknown, additional: SchemaNode | boolean, where: string): Member[] | null | undefined {
+    const ppWhere = pointerJoin(where, "patternProperties");
+    const pp = isObject(schema["patternProperties"]) ? Object.entries(schema["patternProperties"]) : [];
+    const rawProps = isObject(schema["properties"]) ? schema["properties"] : {};
+    const names = has(schema, "propertyNames") ? schema["propertyNames"] : true;
+    // declared names: propertyNames decides them one by one; the matching patterns' schemas join theirs
+    for (let i = properties.length - 1; i >= 0; i--) {
+      const p = properties[i]!;
+      const ok = this.values.validate(names, p.name);
+      if (ok === null) {
+        this.report.unsupported("propertyNames", "propertyNames with keywords beyond strings' pattern, lengths, format and enum is not supported", pointerJoin(where, "propertyNames"));
+        return undefined;
+      }
+      if (!ok) {
+        if (required.has(p.name)) return null;
+        properties.splice(i, 1);
+        forbidden.push(p.name);
+        continue;
+      }
+      const matching = pp.filter(([pat]) => safeTest(pat, p.name) === true);
+      if (matching.length > 0) {
+        const own = Object.hasOwn(rawProps, p.name) ? [rawProps[p.name]] : [];
+        const parts = [...own, ...matching.map(([, x]) => x)];
+        properties[i] = { name: p.name, schema: this.normalize(parts.length === 1 ? parts[0] : { allOf: parts }, pointerJoin(pointerJoin(where, "properties"), p.name)) };
       }
     }
-    if (typeof schema["minProperties"] === "number" && schema["minProperties"] <= required.size) consumed.push("minProperties");
-    if (typeof schema["maxProperties"] === "number" && additional === false && schema["maxProperties"] >= properties.length) consumed.push("maxProperties");
-    if (isObject(schema["propertyNames"]) && properties.length === 0 && additional === false) consumed.push("propertyNames");
-    this.leftovers(schema, where, consumed, new Set(["object"]), "on an object");
-    if (forbidden.length > 0 && patternKeys === undefined && additional !== false) return { kind: "object", properties, required, additional, forbidden };
-    return patternKeys === undefined ? { kind: "object", properties, required, additional } : { kind: "object", properties, required, additional, patternKeys };
+    let regions: KeyRegion[];
+    try {
+      const dfas = pp.map(([pat]) => patternDfa(pat, this.dotall));
+      const nameDfa = names === true ? null : stringSchemaDfa(names, this.refs, this.dotall);
+      if (nameDfa === null && names !== true) {
+        this.report.unsupported("propertyNames", "propertyNames with keywords beyond strings' pattern, lengths, format and enum is not supported", pointerJoin(where, "propertyNames"));
+        return undefined;
+      }
+      regions = keyRegions(dfas, [...properties.map((p) => p.name), ...forbidden], nameDfa, additional !== false);
+    } catch (e) {
+      if (!(e instanceof UnsupportedPattern || e instanceof InvalidPattern)) throw e;
+      this.report.unsupported("patternProperties", `patternProperties: ${e.message}`, ppWhere);
+      return undefined;
+    }
+    const members: Member[] = [];
+    for (const r of regions) {
+      let value: SchemaNode;
+      if (r.patterns.length === 0) value = additional === true || additional === false ? { kind: "any-value" } : additional;
+      else {
+        const parts = r.patterns.map((i) => pp[i]![1]);
+        const at = pointerJoin(ppWhere, pp[r.patterns[0]!]![0]);
+        value = this.normalize(parts.length === 1 ? parts[0] : { allOf: parts }, at);
+      }
+      if (value.kind !== "never") members.push({ keys: r.keys, value });
+    }
+    void apRaw;
+    return members;
   }
 
   private arrayNodeDefault(schema: Json, where: string): SchemaNode {
@@ -474,12 +626,19 @@ export class DefaultNormalizer extends Normalizer {
     }
     const prefixKey = Array.isArray(schema["prefixItems"]) ? "prefixItems" : "items";
     const prefix = prefixRaw.map((s, i) => this.normalize(s, pointerJoin(pointerJoin(where, prefixKey), i)));
-    const rest = restRaw === false ? null : this.normalize(restRaw, restWhere);
+    let rest = restRaw === false ? null : this.normalize(restRaw, restWhere);
     const min = this.count(schema, "minItems", where) ?? 0;
     let max = this.count(schema, "maxItems", where) ?? Infinity;
+    // a position that admits no value ends the array before it
+    const deadAt = prefix.findIndex((p) => p.kind === "never");
+    const deadRest = rest !== null && rest.kind === "never";
+    if (deadAt >= 0) prefix.length = deadAt;
+    if (deadAt >= 0 || deadRest) rest = null;
     if (rest === null) max = Math.min(max, prefix.length);
-    if (min > max) this.report.invalid(`minItems ${min} is greater than maxItems ${max}`, where);
-    this.withinRepetitionLimit("maxItems", max, where);
+    if (min > max) {
+      if (deadAt >= 0 || deadRest) return { kind: "never", keyword: "minItems", where: pointerJoin(where, "minItems"), reason: `minItems ${min} needs items that admit no value` };
+      this.report.invalid(`minItems ${min} is greater than maxItems ${max}`, where);
+    }
     if (schema["uniqueItems"] === true && max <= 1) consumed.push("uniqueItems");
     const unique = schema["uniqueItems"] === true && max > 1 ? this.uniqueSequences(prefix, rest, min, max) : null;
     if (unique !== null) consumed.push("uniqueItems");
@@ -539,6 +698,18 @@ export class DefaultNormalizer extends Normalizer {
     const min = this.count(schema, "minLength", where) ?? 0;
     const max = this.count(schema, "maxLength", where) ?? Infinity;
     if (min > max) this.report.invalid(`minLength ${min} is greater than maxLength ${max}`, where);
+    const excluded = (schema as Record<symbol, unknown>)[EXCLUDED_STRINGS] as Dfa | undefined;
+    if (excluded !== undefined) {
+      // strings a `not` took out: the string keywords' automaton minus them
+      const words = ["pattern", "minLength", "maxLength", ...(typeof schema["format"] === "string" && FORMAT_PATTERNS.has(schema["format"]) ? ["format"] : [])].filter((k) => has(schema, k));
+      const base = this.complementContext.stringDfa(Object.fromEntries(words.map((k) => [k, schema[k]])));
+      if (base !== null) {
+        this.leftovers(schema, where, ["type", ...words], new Set(["string"]), "on a string");
+        const d = minimize(difference(base, excluded));
+        return isEmpty(d) ? { kind: "never", keyword: "not", where: pointerJoin(where, "not"), reason: "not excludes every string" } : { kind: "string-dfa", dfa: d };
+      }
+      this.report.unsupported("not", "not beside string keywords beyond the automata is not supported", pointerJoin(where, "not"));
+    }
     const consumed = ["type", "minLength", "maxLength"];
     let pattern: string | null = null;
     let patternWhere = pointerJoin(where, "pattern");
@@ -554,6 +725,16 @@ export class DefaultNormalizer extends Normalizer {
           pattern = FORMAT_PATTERNS.get(format)!;
           patternWhere = pointerJoin(where, "format");
           consumed.push("format");
+        } else {
+          // a pattern and a format: both, as the intersection of their automata
+          const words = ["pattern", "format", "minLength", "maxLength"].filter((k) => has(schema, k));
+          const d = this.complementContext.stringDfa(Object.fromEntries(words.map((k) => [k, schema[k]])));
+          if (d === null) {
+            this.report.unsupported("format", `format ${JSON.stringify(format)} beside a pattern beyond the automata is not supported`, pointerJoin(where, "format"));
+          } else {
+            this.leftovers(schema, where, ["type", ...words], new Set(["string"]), "on a string");
+            return isEmpty(d) ? { kind: "never", keyword: "format", where: pointerJoin(where, "format"), reason: "no string matches both the pattern and the format" } : { kind: "string-dfa", dfa: d };
+          }
         }
       } else if (UNSUPPORTED_FORMATS.has(format)) {
         this.report.unsupported("format", `format ${JSON.stringify(format)} is not supported`, pointerJoin(where, "format"));
@@ -562,20 +743,56 @@ export class DefaultNormalizer extends Normalizer {
       }
     }
     this.leftovers(schema, where, consumed, new Set(["string"]), "on a string");
-    this.withinRepetitionLimit("maxLength", max, where);
     if (pattern !== null) return { kind: "regex", pattern, where: patternWhere, minLength: min, maxLength: max };
     if (min === 0 && max === Infinity) return { kind: "primitive", type: "string" };
     return { kind: "string-length", min, max };
   }
 
-  /** The grammar engine reads a repetition maximum above 2,000 as none: refused rather than loosened. */
-  private withinRepetitionLimit(key: string, max: number, where: string): void {
-    if (max !== Infinity && max > MAX_REPETITION) {
-      this.report.unsupported(key, `${key} ${max} is above the ${MAX_REPETITION} repetitions a grammar can count`, pointerJoin(where, key));
+  /**
+   * multipleOf other than 1 (multiple-of.ts): with no bounds, or a lower bound of 0, the
+   * multiples' automaton; with both bounds, the multiples between them listed (at most 1,000);
+   * otherwise null (refused).
+   */
+  private multipleNode(m: number, integer: boolean, lo: { v: number | null; ex: boolean }, hi: { v: number | null; ex: boolean }, where: string): SchemaNode | null {
+    const ratio = decimalRatio(m);
+    if (ratio === null) return null;
+    if (hi.v === null && (lo.v === null || lo.v === 0)) {
+      const dfa = multipleOfDfa(m, { integer, signs: lo.v === null ? "any" : lo.ex ? "positive" : "nonNegative" });
+      return dfa === null ? null : { kind: "number-dfa", dfa };
     }
+    if (lo.v === null || hi.v === null) return null;
+    // x·10^k as a fraction num/den, exactly (the double's shortest decimal digits)
+    const scaled = (x: number): [bigint, bigint] => {
+      const [mant, e] = Math.abs(x).toExponential().split("e");
+      const digits = BigInt(mant!.replace(".", "")) * (x < 0 ? -1n : 1n);
+      const shift = Number(e) - (mant!.replace(".", "").length - 1) + ratio.k;
+      return shift >= 0 ? [digits * 10n ** BigInt(shift), 1n] : [digits, 10n ** BigInt(-shift)];
+    };
+    const floorDiv = (a: bigint, b: bigint): bigint => (a >= 0n ? a / b : -((-a + b - 1n) / b));
+    const [ln, ld] = scaled(lo.v);
+    const [hn, hd] = scaled(hi.v);
+    // multiples n·p of 10^-k with lo <= n·p/10^k <= hi (exclusive where said)
+    let first = -floorDiv(-ln, ld * ratio.p);
+    let last = floorDiv(hn, hd * ratio.p);
+    if (lo.ex && first * ratio.p * ld === ln) first++;
+    if (hi.ex && last * ratio.p * hd === hn) last--;
+    if (last - first >= 1000n) return null;
+    const values: number[] = [];
+    for (let n = first; n <= last; n++) {
+      const v = Number(`${n * ratio.p}e-${ratio.k}`);
+      if (!integer || Number.isInteger(v)) values.push(v);
+    }
+    if (values.length === 0) return { kind: "never", keyword: "multipleOf", where: pointerJoin(where, "multipleOf"), reason: "no multiple lies between the bounds" };
+    return values.length === 1 ? { kind: "const", value: values[0] } : { kind: "enum", values };
   }
 
   private numberNode(schema: Json, type: "number" | "integer", where: string): SchemaNode {
+    if ((schema as Record<symbol, unknown>)[NON_INTEGER] === true) {
+      // a number that is not an integer: a fraction digit that is not 0, no exponent (a number
+      // written with one is not admitted: a valid value rejected, never the reverse)
+      this.leftovers(schema, where, ["type"], new Set(["number"]), "beside not integer");
+      return { kind: "number-range", rule: '"-"? ("0" | [1-9] [0-9]*) "." [0-9]* [1-9] [0-9]*' };
+    }
     const consumed = ["type", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"];
     let integer = type === "integer";
     const mult = schema["multipleOf"];
@@ -586,7 +803,6 @@ export class DefaultNormalizer extends Normalizer {
         consumed.push("multipleOf");
       }
     }
-    this.leftovers(schema, where, consumed, new Set([type]), `on type ${type}`);
     // draft 4: exclusiveMinimum/Maximum as booleans beside minimum/maximum
     const bound = (key: "minimum" | "maximum"): { v: number | null; ex: boolean } => {
       const exKey = key === "minimum" ? "exclusiveMinimum" : "exclusiveMaximum";
@@ -608,6 +824,10 @@ export class DefaultNormalizer extends Normalizer {
     };
     const lo = bound("minimum");
     const hi = bound("maximum");
+    const multiple = typeof mult === "number" && mult !== 1 ? this.multipleNode(mult, integer, lo, hi, where) : null;
+    if (multiple !== null) consumed.push("multipleOf");
+    this.leftovers(schema, where, consumed, new Set([type]), `on type ${type}`);
+    if (multiple !== null) return multiple;
     if (integer) {
       let min: bigint | null = null;
       let max: bigint | null = null;

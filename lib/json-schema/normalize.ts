@@ -12,6 +12,7 @@
 import { MAX_REPETITION } from "./pattern.js";
 import { jsonDump, gbnfFormatLiteral, pointerJoin } from "./literal.js";
 import { constrains, isVacuous, JSON_TYPES, typeOfValue, valueHasType, ASSERTION_KEYWORDS, type JsonType } from "./keywords.js";
+import type { Dfa } from "./regex-dfa.js";
 import type { RefTable } from "./refs.js";
 import type { Reporter } from "./report.js";
 
@@ -25,10 +26,13 @@ export type SchemaNode =
       properties: Property[];
       required: ReadonlySet<string>;
       additional: SchemaNode | boolean | null;
-      /** default mode: the other keys are these patterns' (patternProperties), `additional` their value */
-      patternKeys?: string[];
       /** default mode: keys that must not appear (`not: {required}`, a dependentRequired branch) */
       forbidden?: string[];
+      /** default mode: the other members by key language (patternProperties, propertyNames); replaces `additional` */
+      members?: Member[];
+      /** default mode: bounds on the count of members (minProperties 1 only where other keys may appear) */
+      minProperties?: number;
+      maxProperties?: number;
     }
   /** `allOf` merged into one object, or the intersection of its enums (GBNF literals, sorted). */
   | { kind: "all-of"; properties: Property[]; required: ReadonlySet<string>; enumLiterals: string[] }
@@ -50,7 +54,19 @@ export type SchemaNode =
   /** A number between bounds (null: none); `rule` is its GBNF (number-range.ts). */
   | { kind: "number-range"; rule: string }
   /** A JSON string that is none of `values` (`not: {enum}` on a string). */
-  | { kind: "not-strings"; values: string[] };
+  | { kind: "not-strings"; values: string[] }
+  /** A number whose text a DFA accepts (default mode: multipleOf, multiple-of.ts). */
+  | { kind: "number-dfa"; dfa: Dfa }
+  /** A JSON string whose decoded text a DFA accepts (default mode: a oneOf of string schemas). */
+  | { kind: "string-dfa"; dfa: Dfa }
+  /** No value is valid (`enum` values all excluded, a required property that admits nothing). */
+  | { kind: "never"; keyword: string; where: string; reason: string };
+
+/** Undeclared members whose key is in `keys` (a DFA over the decoded key) and whose value is `value`. */
+export interface Member {
+  readonly keys: Dfa;
+  readonly value: SchemaNode;
+}
 
 export interface Property {
   readonly name: string;

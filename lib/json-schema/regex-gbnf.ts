@@ -8,7 +8,9 @@
  */
 import { MAX_REPETITION, UnsupportedPattern } from "./pattern.js";
 import { ANY, intersect, normalizeRanges, parseRegex, type Ranges, type Regex } from "./regex.js";
-import type { RuleSet } from "./rules.js";
+import { sanitizeRuleName } from "./literal.js";
+import { longRepetition, type RuleSet } from "./rules.js";
+import { minimize, regexToDfa, withLength as dfaWithLength, type Dfa } from "./regex-dfa.js";
 
 const SHORT_ESCAPES: ReadonlyArray<[number, string]> = [
   [0x22, '\\"'],
@@ -163,10 +165,8 @@ function emit(re: Regex, e: Emit): string {
     case "rep": {
       const item = emit(re.item, e);
       const wrapped = /^[\w-]+$|^"[^"]*"$|^\[[^\]]*\]$|^\(.*\)$/.test(item) ? item : `(${item})`;
-      if (re.min > MAX_REPETITION || (re.max !== Infinity && re.max > MAX_REPETITION)) {
-        if (re.max === Infinity && re.min <= MAX_REPETITION) return `${wrapped}{${re.min},}`;
-        throw new UnsupportedPattern(`repetition {${re.min},${re.max}} above the grammar's ${MAX_REPETITION}`);
-      }
+      if (re.min > MAX_REPETITION) throw new UnsupportedPattern(`repetition {${re.min},${re.max}} above the grammar's ${MAX_REPETITION}`);
+      if (re.max !== Infinity && re.max > MAX_REPETITION) return `(${longRepetition(wrapped, re.min, re.max, (body) => e.rules.add(`${e.name}-block`, body))})`;
       if (re.min === 0 && re.max === Infinity) return `${wrapped}*`;
       if (re.min === 1 && re.max === Infinity) return `${wrapped}+`;
       if (re.min === 0 && re.max === 1) return `${wrapped}?`;
@@ -179,7 +179,7 @@ function emit(re: Regex, e: Emit): string {
 }
 
 /** Top-level alternatives with their anchors resolved: each branch gets `.*` where it is not anchored. */
-function anchored(re: Regex): Regex {
+export function anchored(re: Regex): Regex {
   const branches = re.t === "alt" ? re.alts : [re];
   const anyStar: Regex = { t: "rep", item: { t: "set", ranges: ANY }, min: 0, max: Infinity };
   return {
@@ -250,9 +250,94 @@ export function regexStringRule(pattern: string | string[], name: string, rules:
   const lengths = (opts.minLength ?? 0) > 0 || (opts.maxLength ?? Infinity) !== Infinity;
   if (lengths) {
     const merged = withLength(re, opts.minLength ?? 0, opts.maxLength ?? Infinity);
-    if (merged === null) throw new LengthsBesidePattern("minLength/maxLength next to this pattern");
+    if (merged === null) {
+      // the general case: the pattern's automaton times a length counter
+      try {
+        return dfaStringRule(dfaWithLength(minimize(regexToDfa(re)), opts.minLength ?? 0, opts.maxLength ?? Infinity), name, rules);
+      } catch (err) {
+        if (err instanceof UnsupportedPattern) throw new LengthsBesidePattern(`minLength/maxLength next to this pattern (${err.message})`);
+        throw err;
+      }
+    }
     re = merged;
   }
   const e: Emit = { rules, name, sets: new Map() };
-  return rules.add(name, `"\\"" ${emit(re, e)} "\\""`);
+  const snapshot = rules.snapshot();
+  try {
+    return rules.add(name, `"\\"" ${emit(re, e)} "\\""`);
+  } catch (err) {
+    // an anchor inside the pattern (`(^a|b$)`): the automaton reads anchors as assertions
+    if (!(err instanceof UnsupportedPattern) || !err.message.includes("anchor")) throw err;
+    rules.restore(snapshot);
+    return dfaStringRule(minimize(regexToDfa(re)), name, rules);
+  }
+}
+
+/** The DFA of an ECMA-262 pattern (unanchored ends match anything), minimized. */
+export function patternDfa(pattern: string, dotall: boolean): Dfa {
+  return minimize(regexToDfa(anchored(parseRegex(pattern, dotall))));
+}
+
+/**
+ * A JSON string (quotes included) whose decoded text the DFA accepts: one rule per state, each
+ * alternative a character's JSON spellings then the next state, `"` where the state accepts.
+ * Returns the name of the start rule. The state rules share a prefix chosen so that none clashes
+ * with a different rule already there (they reference each other by name).
+ */
+export function dfaStringRule(d: Dfa, name: string, rules: RuleSet): string {
+  return dfaRule(d, name, rules, true);
+}
+
+/**
+ * The same for text written as it is (a number: `multiple-of.ts`), no quotes: a state that
+ * accepts may end there.
+ */
+export function dfaTextRule(d: Dfa, name: string, rules: RuleSet): string {
+  return dfaRule(d, name, rules, false);
+}
+
+/** Character sets spelled as rules of their own, per grammar: automata repeat them on many states. */
+const sharedSets = new WeakMap<RuleSet, Map<string, string>>();
+
+function sharedSet(rules: RuleSet, body: string): string {
+  // a plain class or literal is as short as a rule name
+  if (!body.includes(" ")) return body;
+  let known = sharedSets.get(rules);
+  if (known === undefined) sharedSets.set(rules, (known = new Map()));
+  let name = known.get(body);
+  if (name === undefined || rules.get(name) !== body) {
+    name = rules.add(`jchar-${known.size}`, body);
+    known.set(body, name);
+  }
+  return name;
+}
+
+function dfaRule(d: Dfa, name: string, rules: RuleSet, quoted: boolean): string {
+  const sets = d.edges.map((edges) =>
+    edges.map((e) => {
+      try {
+        return sharedSet(rules, quoted ? jsonCharSet(e.ranges) : gbnfClass(e.ranges));
+      } catch (err) {
+        if (err instanceof UnsupportedPattern) return null; // only surrogates: no JSON spelling
+        throw err;
+      }
+    }),
+  );
+  const bodiesFor = (prefix: string): string[] =>
+    d.edges.map((edges, s) => {
+      const alts: string[] = [];
+      edges.forEach((e, i) => {
+        const set = sets[s]![i];
+        if (set !== null && set !== undefined) alts.push(`${set} ${prefix}${e.to}`);
+      });
+      if (d.accept[s]) alts.push(quoted ? '"\\""' : '""');
+      return alts.length === 0 ? "[^\\x00-\\U0010FFFF]" : alts.join(" | ");
+    });
+  for (let k = 0; ; k++) {
+    const prefix = sanitizeRuleName(`${name}-${k === 0 ? "" : `${k}-`}s`);
+    const bodies = bodiesFor(prefix);
+    if (bodies.some((b, s) => (rules.get(`${prefix}${s}`) ?? b) !== b)) continue;
+    bodies.forEach((b, s) => rules.add(`${prefix}${s}`, b));
+    return rules.add(name, quoted ? `"\\"" ${prefix}0` : `${prefix}0`);
+  }
 }

@@ -113,8 +113,49 @@ export function buildRepetition(item: string, min: number, max: number, separato
   return min === 0 ? `(${result})?` : result;
 }
 
+/**
+ * The largest count one `{m,n}` may carry: llama.cpp's parser refuses a repetition whose count
+ * times the rules repeated reaches 2,000 (MAX_REPETITION_THRESHOLD), and reads a larger maximum
+ * as none.
+ */
+const BLOCK = 1999;
+
+/** Adds a rule with this body and returns its name (blocks are rules: a group would multiply the count). */
+export type BlockRule = (body: string) => string;
+
+/** `item` exactly `n` times, in blocks of BLOCK where `n` is larger ("" for none). */
+function exactly(item: string, n: number, block: BlockRule): string {
+  if (n <= BLOCK) return n === 0 ? "" : n === 1 ? item : `${item}{${n}}`;
+  return [exactly(block(`${item}{${BLOCK}}`), Math.floor(n / BLOCK), block), exactly(item, n % BLOCK, block)].filter((x) => x !== "").join(" ");
+}
+
+/**
+ * `item` 0..n times for any n. Above the parser's limit, as blocks B = item{K}: with n = qK + r,
+ * `B{0,q-1} item{0,K-1} | B{q} item{0,r}`. The alternatives cover counts below qK and from qK on,
+ * and within each a count splits into blocks one way only, so the grammar stays unambiguous (a
+ * few parse stacks, not one per split).
+ */
+function upTo(item: string, n: number, block: BlockRule): string {
+  if (n <= BLOCK) return buildRepetition(item, 0, n);
+  const b = block(`${item}{${BLOCK}}`);
+  const q = Math.floor(n / BLOCK);
+  const seq = (...parts: string[]): string => parts.filter((x) => x !== "").join(" ") || '""';
+  return `(${seq(upTo(b, q - 1, block), buildRepetition(item, 0, BLOCK - 1))} | ${seq(exactly(b, q, block), buildRepetition(item, 0, n % BLOCK))})`;
+}
+
+/**
+ * {@link buildRepetition} without a separator, for any counts (default mode: a count the grammar
+ * parser cannot take in one `{m,n}` is composed of blocks rather than refused).
+ */
+export function longRepetition(item: string, min: number, max: number, block: BlockRule): string {
+  if (min <= BLOCK && (max === Infinity || max <= BLOCK)) return buildRepetition(item, min, max);
+  if (max === Infinity) return [exactly(item, min, block), `${item}*`].join(" ");
+  return [exactly(item, min, block), upTo(item, max - min, block)].filter((x) => x !== "").join(" ") || '""';
+}
+
 export class RuleSet {
-  private rules = new Map<string, string>();
+  private readonly rules = new Map<string, string>();
+  private readonly added: string[] = [];
 
   /** `reference`: llama.cpp's built-in rules; otherwise the default mode's ({@link DEFAULT_MODE_RULES}). */
   constructor(readonly reference = true) {
@@ -125,12 +166,16 @@ export class RuleSet {
     return this.rules.has(name);
   }
 
+  get(name: string): string | undefined {
+    return this.rules.get(name);
+  }
+
   /** Store `body` under (a sanitized, possibly suffixed) `name`; returns the name used. */
   add(name: string, body: string): string {
     const base = sanitizeRuleName(name);
     const existing = this.rules.get(base);
     if (existing === undefined || existing === body) {
-      this.rules.set(base, body);
+      this.put(base, body);
       return base;
     }
     let i = 0;
@@ -139,8 +184,14 @@ export class RuleSet {
       if (taken === undefined || taken === body) break;
       i++;
     }
-    this.rules.set(base + i, body);
+    this.put(base + i, body);
     return base + i;
+  }
+
+  /** Rules are only ever added (a name never changes body), so an undo is deleting the new names. */
+  private put(name: string, body: string): void {
+    if (!this.rules.has(name)) this.added.push(name);
+    this.rules.set(name, body);
   }
 
   /** Add a built-in rule and, unless already present, the built-ins it uses. */
@@ -152,12 +203,14 @@ export class RuleSet {
     return used;
   }
 
-  snapshot(): Map<string, string> {
-    return new Map(this.rules);
+  /** A mark to {@link restore} to (constant time: a copy of the rules per pattern was quadratic). */
+  snapshot(): number {
+    return this.added.length;
   }
 
-  restore(snapshot: Map<string, string>): void {
-    this.rules = snapshot;
+  /** Remove every rule added since the mark. */
+  restore(mark: number): void {
+    while (this.added.length > mark) this.rules.delete(this.added.pop()!);
   }
 
   /** The grammar text: one `name ::= body` line per rule, sorted by name (byte order). */

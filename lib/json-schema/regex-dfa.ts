@@ -1,0 +1,341 @@
+/**
+ * Deterministic automata over code points for the default mode: a regex (regex.ts) becomes a
+ * DFA, and DFAs combine exactly where a schema combines string constraints: the keys of
+ * `patternProperties` and `propertyNames`, the keys no pattern matches (complement), two patterns
+ * at once (intersection), a pattern with `minLength`/`maxLength` (product with a length counter),
+ * a finite set of names left out (difference). A DFA is emitted as one GBNF rule per state over
+ * the JSON spellings of each character (regex-gbnf.ts's jsonCharSet), so the grammar is
+ * deterministic: one parse stack. No reference counterpart (llama.cpp translates patterns as
+ * text). Sizes are bounded: a construction past its budget throws UnsupportedPattern.
+ */
+import { UnsupportedPattern } from "./pattern.js";
+import { MAX_CODE_POINT, normalizeRanges, type Ranges, type Regex } from "./regex.js";
+
+export interface Edge {
+  /** Disjoint from the other edges of the state. */
+  readonly ranges: Ranges;
+  readonly to: number;
+}
+
+export interface Dfa {
+  /** State 0 is the start; a missing character leads nowhere (rejects). */
+  readonly edges: ReadonlyArray<readonly Edge[]>;
+  readonly accept: readonly boolean[];
+}
+
+/** Most NFA states a regex may expand to, and most DFA states a construction may build. */
+const MAX_NFA = 20_000;
+export const MAX_DFA_STATES = 3_000;
+/** A pattern times a length counter (not minimized afterwards: a counter's states are all distinct). */
+const MAX_LENGTH_STATES = 6_000;
+
+interface Nfa {
+  eps: number[][];
+  sets: Array<Array<{ r: Ranges; to: number }>>;
+  /** Assertions: `^` (passable before the first character) and `$` (only at the end). */
+  starts: number[][];
+  ends: number[][];
+}
+
+function newState(n: Nfa): number {
+  if (n.eps.length >= MAX_NFA) throw new UnsupportedPattern(`the pattern expands to more than ${MAX_NFA} automaton states`);
+  n.eps.push([]);
+  n.sets.push([]);
+  n.starts.push([]);
+  n.ends.push([]);
+  return n.eps.length - 1;
+}
+
+/** Thompson construction: the fragment's start and end states. */
+function fragment(re: Regex, n: Nfa): [number, number] {
+  switch (re.t) {
+    case "set": {
+      const s = newState(n);
+      const e = newState(n);
+      if (re.ranges.length > 0) n.sets[s]!.push({ r: re.ranges, to: e });
+      return [s, e];
+    }
+    case "seq": {
+      const s = newState(n);
+      let cur = s;
+      for (const item of re.items) {
+        const [a, b] = fragment(item, n);
+        n.eps[cur]!.push(a);
+        cur = b;
+      }
+      return [s, cur];
+    }
+    case "alt": {
+      const s = newState(n);
+      const e = newState(n);
+      for (const alt of re.alts) {
+        const [a, b] = fragment(alt, n);
+        n.eps[s]!.push(a);
+        n.eps[b]!.push(e);
+      }
+      return [s, e];
+    }
+    case "rep": {
+      const s = newState(n);
+      let cur = s;
+      for (let i = 0; i < re.min; i++) {
+        const [a, b] = fragment(re.item, n);
+        n.eps[cur]!.push(a);
+        cur = b;
+      }
+      const e = newState(n);
+      if (re.max === Infinity) {
+        const [a, b] = fragment(re.item, n);
+        n.eps[cur]!.push(a, e);
+        n.eps[b]!.push(a, e);
+      } else {
+        for (let i = re.min; i < re.max; i++) {
+          const [a, b] = fragment(re.item, n);
+          n.eps[cur]!.push(a, e);
+          cur = b;
+        }
+        n.eps[cur]!.push(e);
+      }
+      return [s, e];
+    }
+    case "start":
+    case "end": {
+      const s = newState(n);
+      const e = newState(n);
+      (re.t === "start" ? n.starts : n.ends)[s]!.push(e);
+      return [s, e];
+    }
+  }
+}
+
+/** Split the edges' ranges into pieces each edge covers fully or not at all, with the targets of each piece. */
+function refine(edges: ReadonlyArray<{ r: Ranges; to: number }>): Array<{ ranges: Array<[number, number]>; targets: number[] }> {
+  const cuts = new Set<number>();
+  for (const e of edges) for (const [a, b] of e.r) cuts.add(a).add(b + 1);
+  const points = [...cuts].sort((x, y) => x - y);
+  const byTargets = new Map<string, { ranges: Array<[number, number]>; targets: number[] }>();
+  for (let i = 0; i + 1 < points.length; i++) {
+    const lo = points[i]!;
+    const hi = points[i + 1]! - 1;
+    const targets = [...new Set(edges.filter((e) => e.r.some(([a, b]) => a <= lo && hi <= b)).map((e) => e.to))].sort((x, y) => x - y);
+    if (targets.length === 0) continue;
+    const key = targets.join(",");
+    let g = byTargets.get(key);
+    if (g === undefined) byTargets.set(key, (g = { ranges: [], targets }));
+    g.ranges.push([lo, hi]);
+  }
+  return [...byTargets.values()].map((g) => ({ ranges: normalizeRanges(g.ranges), targets: g.targets }));
+}
+
+/**
+ * The DFA of a regex. Anchors are assertions, wherever they stand: `^` passes only before the
+ * first character, `$` only at the end (so an unanchored branch, `.*` on both sides, still meets
+ * an inner `^`/`$` only where the string starts or ends).
+ */
+export function regexToDfa(re: Regex): Dfa {
+  const n: Nfa = { eps: [], sets: [], starts: [], ends: [] };
+  const [start, end] = fragment(re, n);
+  const closure = (states: number[], atStart: boolean, atEnd: boolean): number[] => {
+    const seen = new Set(states);
+    const work = [...states];
+    while (work.length > 0) {
+      const s = work.pop()!;
+      const next = [...n.eps[s]!, ...(atStart ? n.starts[s]! : []), ...(atEnd ? n.ends[s]! : [])];
+      for (const t of next) if (!seen.has(t)) (seen.add(t), work.push(t));
+    }
+    return [...seen].sort((a, b) => a - b);
+  };
+  // a label: the states reached, and whether no character was read yet (`^` still passable)
+  return determinize<[number[], boolean]>(
+    [closure([start], true, false), true],
+    ([set, initial]) => closure(set, initial, true).includes(end),
+    ([set]) => refine(set.flatMap((s) => n.sets[s]!)).map((g) => ({ ranges: g.ranges, target: [closure(g.targets, false, false), false] as [number[], boolean] })),
+  );
+}
+
+/** Subset-style construction shared by the builders: states are keyed by a JSON-able label. */
+export function determinize<L>(start: L, accepting: (l: L) => boolean, next: (l: L) => Array<{ ranges: Ranges; target: L }>, cap = MAX_DFA_STATES): Dfa {
+  const ids = new Map<string, number>();
+  const labels: L[] = [];
+  const edges: Edge[][] = [];
+  const accept: boolean[] = [];
+  const id = (l: L): number => {
+    const k = JSON.stringify(l);
+    let i = ids.get(k);
+    if (i === undefined) {
+      if (labels.length >= cap) throw new UnsupportedPattern(`the automaton needs more than ${cap} states`);
+      i = labels.length;
+      ids.set(k, i);
+      labels.push(l);
+    }
+    return i;
+  };
+  id(start);
+  for (let i = 0; i < labels.length; i++) {
+    const l = labels[i]!;
+    accept[i] = accepting(l);
+    edges[i] = next(l).map((e) => ({ ranges: e.ranges, to: id(e.target) }));
+  }
+  return trim({ edges, accept });
+}
+
+/** Only the states that can still reach an accepting one (the rest reject anyway). */
+function trim(d: Dfa): Dfa {
+  const live = new Set<number>();
+  const rev: number[][] = d.edges.map(() => []);
+  d.edges.forEach((es, s) => es.forEach((e) => rev[e.to]!.push(s)));
+  const work = d.accept.flatMap((a, s) => (a ? [s] : []));
+  for (const s of work) live.add(s);
+  while (work.length > 0) for (const p of rev[work.pop()!]!) if (!live.has(p)) (live.add(p), work.push(p));
+  if (!live.has(0)) return { edges: [[]], accept: [false] };
+  // renumber the live states reachable from 0, breadth first (a stable order)
+  const order = [0];
+  const num = new Map([[0, 0]]);
+  for (let i = 0; i < order.length; i++) {
+    for (const e of d.edges[order[i]!]!) {
+      if (live.has(e.to) && !num.has(e.to)) {
+        num.set(e.to, order.length);
+        order.push(e.to);
+      }
+    }
+  }
+  return {
+    edges: order.map((s) => d.edges[s]!.filter((e) => num.has(e.to)).map((e) => ({ ranges: e.ranges, to: num.get(e.to)! }))),
+    accept: order.map((s) => d.accept[s]!),
+  };
+}
+
+/** True when the DFA accepts no string. */
+export function isEmpty(d: Dfa): boolean {
+  return !d.accept.some((a) => a);
+}
+
+/** Pairs of states stepped together; -1 is the dead state (no string from it is accepted). */
+function product(a: Dfa, b: Dfa, accept: (x: boolean, y: boolean) => boolean): Dfa {
+  return determinize<[number, number]>(
+    [0, 0],
+    ([x, y]) => accept(x >= 0 && a.accept[x]!, y >= 0 && b.accept[y]!),
+    ([x, y]) => {
+      // a's targets even, b's odd: refined together, each piece names at most one of each
+      const tagged = [...(x < 0 ? [] : a.edges[x]!.map((e) => ({ r: e.ranges, to: e.to * 2 }))), ...(y < 0 ? [] : b.edges[y]!.map((e) => ({ r: e.ranges, to: e.to * 2 + 1 })))];
+      return refine(tagged).map((g) => {
+        const ta = g.targets.find((t) => t % 2 === 0);
+        const tb = g.targets.find((t) => t % 2 === 1);
+        return { ranges: g.ranges, target: [ta === undefined ? -1 : ta / 2, tb === undefined ? -1 : (tb - 1) / 2] as [number, number] };
+      });
+    },
+  );
+}
+
+export const intersect = (a: Dfa, b: Dfa): Dfa => product(a, b, (x, y) => x && y);
+export const union = (a: Dfa, b: Dfa): Dfa => product(a, b, (x, y) => x || y);
+export const difference = (a: Dfa, b: Dfa): Dfa => product(a, b, (x, y) => x && !y);
+
+/** Every string of code points. */
+export const ANY_STRING: Dfa = { edges: [[{ ranges: [[0, MAX_CODE_POINT]], to: 0 }]], accept: [true] };
+
+/** The strings not accepted by `d`. */
+export const complement = (d: Dfa): Dfa => difference(ANY_STRING, d);
+
+/** The DFA of a finite set of strings (a trie, built in one pass over the strings). */
+export function stringsDfa(strings: readonly string[]): Dfa {
+  const next: Array<Map<number, number>> = [new Map()];
+  const accept: boolean[] = [false];
+  for (const s of strings) {
+    let state = 0;
+    for (const c of s) {
+      const cp = c.codePointAt(0)!;
+      let to = next[state]!.get(cp);
+      if (to === undefined) {
+        to = next.length;
+        next.push(new Map());
+        accept.push(false);
+        next[state]!.set(cp, to);
+      }
+      state = to;
+    }
+    accept[state] = true;
+  }
+  if (next.length > MAX_DFA_STATES * 4) throw new UnsupportedPattern(`a set of strings needs more than ${MAX_DFA_STATES * 4} states`);
+  return { edges: next.map((m) => [...m].sort((a, b) => a[0] - b[0]).map(([cp, to]) => ({ ranges: [[cp, cp]] as Ranges, to }))), accept };
+}
+
+/** The strings of `d` whose length in code points is within min..max (max may be Infinity). */
+export function withLength(d: Dfa, min: number, max: number): Dfa {
+  // count up to max, or up to min and then saturate when there is no maximum
+  const cap = max === Infinity ? min : max;
+  return determinize<[number, number]>(
+    [0, 0],
+    ([s, n]) => d.accept[s]! && n >= min,
+    ([s, n]) => {
+      if (n >= cap && max !== Infinity) return [];
+      const m = Math.min(n + 1, cap);
+      return d.edges[s]!.map((e) => ({ ranges: e.ranges, target: [e.to, m] as [number, number] }));
+    },
+    MAX_LENGTH_STATES,
+  );
+}
+
+/**
+ * The smallest DFA with the same language (Moore's partition refinement): fewer states are fewer
+ * rules, and equal sub-automata (the tails of two alternatives) become one.
+ */
+export function minimize(d: Dfa): Dfa {
+  // edges are compared by their ranges as written (two states whose edges split the same
+  // characters differently stay apart: still correct, at worst less small)
+  const keyed = d.edges.map((es) => es.map((e) => ({ r: e.ranges.map(([a, b]) => `${a}-${b}`).join(","), to: e.to })));
+  let cls: number[] = d.accept.map((a) => (a ? 1 : 0));
+  let count = new Set(cls).size;
+  for (;;) {
+    const ids = new Map<string, number>();
+    const next = keyed.map((es, s) => {
+      const sig = `${cls[s]}|${es
+        .map((e) => `${e.r}>${cls[e.to]}`)
+        .sort()
+        .join(";")}`;
+      let i = ids.get(sig);
+      if (i === undefined) ids.set(sig, (i = ids.size));
+      return i;
+    });
+    if (ids.size === count) break;
+    cls = next;
+    count = ids.size;
+  }
+  // one state per class, edges merged per target class; the start's class first
+  const order: number[] = [];
+  const num = new Map<number, number>();
+  const rep = new Map<number, number>();
+  cls.forEach((c, s) => {
+    if (!rep.has(c)) rep.set(c, s);
+  });
+  const visit = (c: number): void => {
+    if (num.has(c)) return;
+    num.set(c, order.length);
+    order.push(c);
+  };
+  visit(cls[0]!);
+  for (let i = 0; i < order.length; i++) for (const e of d.edges[rep.get(order[i]!)!]!) visit(cls[e.to]!);
+  return {
+    edges: order.map((c) => {
+      const byTarget = new Map<number, Array<readonly [number, number]>>();
+      for (const e of d.edges[rep.get(c)!]!) {
+        const t = num.get(cls[e.to]!)!;
+        byTarget.set(t, [...(byTarget.get(t) ?? []), ...e.ranges]);
+      }
+      return [...byTarget.entries()].map(([to, r]) => ({ ranges: normalizeRanges(r), to }));
+    }),
+    accept: order.map((c) => d.accept[rep.get(c)!]!),
+  };
+}
+
+/** Whether the DFA accepts `s`. */
+export function accepts(d: Dfa, s: string): boolean {
+  let state = 0;
+  for (const c of s) {
+    const cp = c.codePointAt(0)!;
+    const e = d.edges[state]!.find((x) => x.ranges.some(([a, b]) => a <= cp && cp <= b));
+    if (e === undefined) return false;
+    state = e.to;
+  }
+  return d.accept[state]!;
+}
