@@ -4,7 +4,7 @@
  * serialized by either implementation with `PegArena.fromJSON()`.
  */
 import { LlamapegError } from "../errors.js";
-import { type GrammarBuilder, type SchemaWarning, type UnsupportedMode, buildGrammar } from "../json-schema/index.js";
+import { type GrammarBuilder, type SchemaMode, type SchemaWarning, type UnsupportedMode, buildGrammar } from "../json-schema/index.js";
 import { dumpNode } from "./dump.js";
 import { buildArenaGrammar } from "./gbnf.js";
 import { type PegNode, type PegNodeId, INVALID_NODE_ID } from "./nodes.js";
@@ -101,6 +101,8 @@ export class PegArena {
       unsupported?: UnsupportedMode;
       /** Receives the warnings of `unsupported: "ignore"`. */
       warnings?: SchemaWarning[];
+      /** The schema compiler for schema nodes (default "reference", llama.cpp's text; chat plans use "default" outside reference_mode). */
+      schemaMode?: SchemaMode;
     } = {},
   ): string {
     return buildGrammar(
@@ -112,6 +114,7 @@ export class PegArena {
         dotall: options.dotall === true,
         ...(options.unsupported === undefined ? {} : { unsupported: options.unsupported }),
         ...(options.warnings === undefined ? {} : { warnings: options.warnings }),
+        ...(options.schemaMode === undefined ? {} : { schemaMode: options.schemaMode }),
       },
     );
   }

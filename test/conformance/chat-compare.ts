@@ -5,6 +5,7 @@
 import type { AppliedChatPlan } from "../../lib/chat/apply/index.js";
 import type { AssistantMessage, ChatDelta } from "../../lib/chat/messages.js";
 import { PegArena } from "../../lib/peg/arena.js";
+import type { SchemaMode } from "../../lib/json-schema/index.js";
 
 /** The harness's `msg` (common_chat_msg as JSON). */
 export interface RefMsg {
@@ -230,8 +231,8 @@ export function canonicalGbnf(gbnf: string): string {
  * from `plan.grammarRoot`, the lazy one from the trigger rules; `schemas` are the request's tool
  * parameter schemas and response schema. null when the plan has no grammar from its tree.
  */
-export function treeGrammar(plan: AppliedChatPlan, schemas: readonly unknown[]): string | null {
+export function treeGrammar(plan: AppliedChatPlan, schemas: readonly unknown[], schemaMode: SchemaMode = "reference"): string | null {
   if (!plan.grammarLazy && plan.grammarRoot < 0) return null;
   const arena = new PegArena(plan.parser.nodes, plan.parser.rules, plan.grammarLazy ? plan.parser.root : plan.grammarRoot);
-  return arena.toGbnf({ lazy: plan.grammarLazy, resolveRefs: schemas });
+  return arena.toGbnf({ lazy: plan.grammarLazy, resolveRefs: schemas, schemaMode });
 }

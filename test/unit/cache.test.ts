@@ -72,7 +72,7 @@ describe("the plan key", () => {
     clearPlanCache();
     const src = "{% for m in messages %}{{ m.content }}{% endfor %}";
     // a keyword the grammar cannot enforce: the plan warns, naming the field the schema came from
-    const schema = { type: "object", properties: { a: { type: "string" } }, patternProperties: { "^x": { type: "string" } } };
+    const schema = { type: "object", properties: { a: { type: "array", items: { type: "string" }, uniqueItems: true } } };
     const messages = [{ role: "user", content: "hi" }];
     const direct = applyChatTemplate(src, { messages, json_schema: schema });
     const viaFormat = applyChatTemplate(src, { messages, response_format: { type: "json_schema", json_schema: { name: "s", schema } } });

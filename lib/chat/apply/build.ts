@@ -80,8 +80,10 @@ function buildPart(source: string, req: NormalizedApplyRequest, tools: ChatTool[
   const warnings: string[] = [];
   const planner = family ?? analysisPlanner(source, req);
   const useTools = tools !== null && tools.length > 0 && req.toolChoice !== "none";
-  const grammarTools = useTools ? sanitizeToolSchemas(tools, warnings) : tools;
-  const schema = req.jsonSchema === null ? null : enforceableResponseSchema(req.jsonSchema, req.jsonSchemaWhere, warnings);
+  // beyond the reference: the default schema compiler (docs/json-schema.md); reference_mode keeps llama.cpp's
+  const schemaMode = req.referenceMode ? "reference" : "default";
+  const grammarTools = useTools ? sanitizeToolSchemas(tools, warnings, schemaMode) : tools;
+  const schema = req.jsonSchema === null ? null : enforceableResponseSchema(req.jsonSchema, req.jsonSchemaWhere, warnings, schemaMode);
   const input = (over: Partial<NormalizedApplyRequest>): PlanInput => ({ source, req: { ...req, tools: grammarTools, jsonSchema: schema, ...over }, ...rendered });
 
   let schemaSide: FamilyPlan | null = null;
@@ -119,7 +121,7 @@ function buildPart(source: string, req: NormalizedApplyRequest, tools: ChatTool[
   const schemas: unknown[] = toolFunctions(grammarTools ?? []).map(toolParameters);
   if (schema !== null && (schemaSide !== null || (plan.supportsResponseFormat ?? true))) schemas.push(schema);
   const generationPrompt = plan.generationPrompt ?? rendered.generationPrompt;
-  const grammar = grammarFrom === null ? req.grammar : treeGbnf(parser, { from: grammarFrom, schemas });
+  const grammar = grammarFrom === null ? req.grammar : treeGbnf(parser, { from: grammarFrom, schemas, schemaMode });
   const required = req.toolChoice === "required" && useTools && schema === null && grammar !== "";
   // a family may append template text (Gemma 4 opens the model's turn): the segments stay the render's
   const prompt = plan.prompt ?? rendered.prompt;

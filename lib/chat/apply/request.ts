@@ -196,15 +196,16 @@ function checkToolChoice(value: unknown, tools: ChatTool[] | null): { toolChoice
 const compiled = boundedCache<string, true>(64);
 
 /** A schema that cannot be compiled at all is a request error (keywords the grammar cannot enforce are not). */
-function compiles(schema: Record<string, unknown> | null, where: string): Record<string, unknown> | null {
+function compiles(schema: Record<string, unknown> | null, where: string, referenceMode: boolean): Record<string, unknown> | null {
   if (schema === null) return null;
   let text = "";
   try {
     checkSchemaDepth(schema, "#"); // before JSON.stringify recurses over it
     text = JSON.stringify(schema);
-    if (compiled.get(text) !== undefined) return schema;
-    compileJsonSchema(schema, { unsupported: "ignore", schemaMode: "reference" });
-    compiled.set(text, true);
+    const key = `${referenceMode ? "r" : "d"}${text}`;
+    if (compiled.get(key) !== undefined) return schema;
+    compileJsonSchema(schema, { unsupported: "ignore", schemaMode: referenceMode ? "reference" : "default" });
+    compiled.set(key, true);
   } catch (e) {
     if (e instanceof LlamapegError) throw new LlamapegError("ERR_INVALID_REQUEST", `${where}: ${e.message}`, { where, cause: e });
     throw e;
@@ -278,7 +279,8 @@ export function normalizeApplyRequest(request: ApplyChatRequest, rules: RequestR
   if (kwargs !== undefined && kwargs !== null && !isObject(kwargs)) invalid("chat_template_kwargs must be an object", "chat_template_kwargs");
   const chatTemplateKwargs = (kwargs ?? undefined) as Record<string, unknown> | undefined;
   const { schema, where: jsonSchemaWhere } = checkSchema(req);
-  const jsonSchema = compiles(schema, jsonSchemaWhere);
+  const referenceMode = optBool(req, "reference_mode") ?? false;
+  const jsonSchema = compiles(schema, jsonSchemaWhere, referenceMode);
   if (tools !== null && tools.length > 0 && toolChoice !== "none" && grammar !== "") {
     invalid('a grammar cannot be combined with tools (the tool-call grammar is generated); drop `grammar` or set tool_choice to "none"', "grammar");
   }
@@ -291,7 +293,7 @@ export function normalizeApplyRequest(request: ApplyChatRequest, rules: RequestR
     toolChoice,
     namedTool,
     callsOnly: optBool(req, "calls_only") ?? true,
-    referenceMode: optBool(req, "reference_mode") ?? false,
+    referenceMode,
     parallelToolCalls: optBool(req, "parallel_tool_calls") ?? false,
     jsonSchema,
     jsonSchemaWhere,

@@ -6,7 +6,7 @@
  */
 import { boundedCache } from "../../cache.js";
 import { LlamapegError } from "../../errors.js";
-import { checkSchemaDepth, compileJsonSchema } from "../../json-schema/index.js";
+import { type SchemaMode, checkSchemaDepth, compileJsonSchema } from "../../json-schema/index.js";
 import type { ChatTool } from "../tools.js";
 
 const PERMISSIVE = { type: "object" } as const;
@@ -35,11 +35,11 @@ interface Enforceable {
 }
 
 /** `schema` without the keywords the grammar cannot enforce, and what was dropped. */
-function enforceable(schema: Record<string, unknown>, where: string, warnings: string[]): Enforceable {
+function enforceable(schema: Record<string, unknown>, where: string, warnings: string[], schemaMode: SchemaMode): Enforceable {
   let copy: Record<string, unknown> | null = null; // copied only when something is dropped
   // Each pass drops what the compiler reported; dropping a keyword can expose another one below it.
   for (let pass = 0; pass < 16; pass++) {
-    const { warnings: found } = compileJsonSchema(copy ?? schema, { unsupported: "ignore", schemaMode: "reference" });
+    const { warnings: found } = compileJsonSchema(copy ?? schema, { unsupported: "ignore", schemaMode });
     if (found.length === 0) return { schema: copy ?? schema, clean: copy === null };
     copy ??= structuredClone(schema);
     let dropped = false;
@@ -54,28 +54,28 @@ function enforceable(schema: Record<string, unknown>, where: string, warnings: s
   return { schema: copy ?? schema, clean: false };
 }
 
-export function enforceableSchema(schema: Record<string, unknown>, where: string, warnings: string[]): Record<string, unknown> {
-  return enforceable(schema, where, warnings).schema;
+export function enforceableSchema(schema: Record<string, unknown>, where: string, warnings: string[], schemaMode: SchemaMode = "default"): Record<string, unknown> {
+  return enforceable(schema, where, warnings, schemaMode).schema;
 }
 
 /** Tool schemas already checked: JSON text -> the schema the grammar gets (null: as given) and the warnings. */
 const degraded = boundedCache<string, { schema: Record<string, unknown> | null; warnings: string[] }>(1024);
 
 /** The tools with schemas the grammar can enforce (warnings added to `warnings`). */
-export function sanitizeToolSchemas(tools: readonly ChatTool[], warnings: string[]): ChatTool[] {
+export function sanitizeToolSchemas(tools: readonly ChatTool[], warnings: string[], schemaMode: SchemaMode = "default"): ChatTool[] {
   return tools.map((tool, i) => {
     const params = tool.function.parameters;
     if (params === undefined) return tool;
     const where = `tools[${i}].function.parameters (${tool.function.name})`;
     checkSchemaDepth(params, where); // before anything recurses over it (JSON.stringify included)
-    const key = `${i}\0${tool.function.name}\0${JSON.stringify(params)}`;
+    const key = `${schemaMode}\0${i}\0${tool.function.name}\0${JSON.stringify(params)}`;
     let hit = degraded.get(key);
     if (hit === undefined) {
       const own: string[] = [];
       let schema: Record<string, unknown> | null;
       try {
-        const e = enforceable(params, where, own);
-        if (!e.clean) compileJsonSchema(e.schema, { schemaMode: "reference" }); // anything still unsupported falls through to the catch
+        const e = enforceable(params, where, own, schemaMode);
+        if (!e.clean) compileJsonSchema(e.schema, { schemaMode }); // anything still unsupported falls through to the catch
         schema = e.clean ? null : e.schema;
       } catch (e) {
         if (!(e instanceof LlamapegError)) throw e;
@@ -94,10 +94,10 @@ export function sanitizeToolSchemas(tools: readonly ChatTool[], warnings: string
  * The response schema without the keywords the grammar cannot enforce (with warnings); a schema
  * that cannot be compiled at all is a request error naming `where`.
  */
-export function enforceableResponseSchema(schema: Record<string, unknown>, where: string, warnings: string[]): Record<string, unknown> {
+export function enforceableResponseSchema(schema: Record<string, unknown>, where: string, warnings: string[], schemaMode: SchemaMode = "default"): Record<string, unknown> {
   try {
-    const out = enforceableSchema(schema, where, warnings);
-    compileJsonSchema(out, { schemaMode: "reference" });
+    const out = enforceableSchema(schema, where, warnings, schemaMode);
+    compileJsonSchema(out, { schemaMode });
     return out;
   } catch (e) {
     if (e instanceof LlamapegError) throw new LlamapegError("ERR_INVALID_REQUEST", `${where}: ${e.message}`, { where, cause: e });

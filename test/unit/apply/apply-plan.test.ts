@@ -61,7 +61,7 @@ describe("applyChatTemplate: plan fields", () => {
     for (const tool_choice of ["auto", "required"] as const) {
       const plan = applyChatTemplate(TOOLS_THINK, { ...base, tools: [WEATHER], tool_choice, calls_only: false });
       const refs = toolFunctions([WEATHER]).map(toolParameters);
-      expect(plan.grammar).toBe(plan.parser.toGbnf({ lazy: plan.grammarLazy, resolveRefs: refs }));
+      expect(plan.grammar).toBe(plan.parser.toGbnf({ lazy: plan.grammarLazy, resolveRefs: refs, schemaMode: "default" }));
     }
   });
 
@@ -75,7 +75,7 @@ describe("applyChatTemplate: plan fields", () => {
     ];
     for (const plan of plans) {
       expect(plan.grammarRoot).toBeGreaterThanOrEqual(0);
-      expect(plan.grammar).toBe(treeGrammar(plan, refs));
+      expect(plan.grammar).toBe(treeGrammar(plan, refs, "default"));
       expect(plan.grammarPrefill).toBe(plan.generationPrompt);
     }
   });

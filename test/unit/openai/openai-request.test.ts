@@ -75,14 +75,25 @@ describe("tool schemas that cannot be compiled", () => {
       tool("ok", good),
       tool("loose", { type: "object", properties: { e: { type: "string", not: { const: "x" } } } }),
       tool("broken", { type: "object", properties: { e: { type: 5 } } }),
-    ], warnings);
+    ], warnings, "reference");
     expect(tools[0]!.function.parameters).toEqual(good);
     expect(tools[1]!.function.parameters).toEqual({ type: "object", properties: { e: { type: "string" } } });
     expect(tools[2]!.function.parameters).toEqual({ type: "object" });
     expect(warnings).toHaveLength(2);
     expect(warnings[0]).toMatch(/loose.*not enforced.*not/);
     expect(warnings[1]).toMatch(/broken.*unknown type 5.*any JSON object/);
-    for (const t of tools) expect(() => compileJsonSchema(t.function.parameters!)).not.toThrow();
+    for (const t of tools) expect(() => compileJsonSchema(t.function.parameters!, { schemaMode: "reference" })).not.toThrow();
+  });
+
+  it("the default compiler (outside reference_mode) keeps what it enforces and drops only the rest", () => {
+    const notX = { type: "object", properties: { e: { type: "string", not: { const: "x" } } } };
+    const unique = { type: "object", properties: { u: { type: "array", items: { type: "string" }, uniqueItems: true } } };
+    const warnings: string[] = [];
+    const tools = sanitizeToolSchemas([tool("not", notX), tool("unique", unique)], warnings);
+    expect(tools[0]!.function.parameters).toEqual(notX);
+    expect(tools[1]!.function.parameters).toEqual({ type: "object", properties: { u: { type: "array", items: { type: "string" } } } });
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toMatch(/unique.*not enforced.*uniqueItems/);
   });
 });
 
