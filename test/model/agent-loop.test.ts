@@ -141,7 +141,7 @@ async function conversation(kind: Kind, checkpoints: number): Promise<{ warm: Tu
     const cold: ChatCompletion[] = [];
     let previousPrompt = 0;
     for (let turn = 0; turn < 10; turn++) {
-      const request: ChatCompletionRequest = { messages: structuredClone(messages), tools: TOOLS, tool_choice: "required", temperature: 0, max_tokens: 40, seed: 1, ...(kind === "gemma3" ? { fast_forward: false } : {}) };
+      const request: ChatCompletionRequest = { messages: structuredClone(messages), tools: TOOLS, tool_choice: "required", temperature: 0, max_tokens: 40, seed: 1, ...(kind === "gemma3" ? { fast_forward: false, logprobs: true, top_logprobs: 5 } : {}) };
       const before = warmSeq.tokens;
       const completion = (await createChatCompletion(warmSeq, request)) as ChatCompletion;
       const prompt = warmSeq.tokens.slice(0, completion.usage.prompt_tokens);
@@ -159,6 +159,21 @@ async function conversation(kind: Kind, checkpoints: number): Promise<{ warm: Tu
   }).finally(() => coldContext.dispose());
 }
 
+/**
+ * gemma3's warm path (the 256-cell ring) and its cold reference (swaFull) differ by up to ~0.007 in
+ * log probability, so a greedy near-tie may go either way: where the two outputs part, each run's
+ * pick (the most likely token the grammar admits; `top_logprobs` are the unconstrained ones) must
+ * be as likely as the other's, within 0.02.
+ */
+function partsAtNearTie(warm: ChatCompletion, cold: ChatCompletion, turn: number): void {
+  const w = warm.choices[0]!.logprobs?.content ?? [];
+  const c = cold.choices[0]!.logprobs?.content ?? [];
+  let i = 0;
+  while (i < w.length && i < c.length && w[i]!.token === c[i]!.token) i++;
+  expect(i, `turn ${turn}: the messages differ but their tokens do not`).toBeLessThan(Math.min(w.length, c.length));
+  expect(Math.abs(w[i]!.logprob - c[i]!.logprob), `turn ${turn}, token ${i}: ${JSON.stringify(w[i]!.token)} vs ${JSON.stringify(c[i]!.token)} is not a near-tie`).toBeLessThan(0.02);
+}
+
 const shape = (c: ChatCompletion) => {
   const m = c.choices[0]!.message;
   return { content: m.content, calls: (m.tool_calls ?? []).map((t) => [t.function.name, t.function.arguments]), finish: c.choices[0]!.finish_reason };
@@ -168,7 +183,17 @@ describe("a 10-turn tool conversation", () => {
   for (const kind of ["qwen2", "lfm2", "gemma3"] as const) {
     it(`${kind}: each turn decodes only the new tokens (plus at most one checkpoint interval); greedy output equals a cold run`, async () => {
       const { warm, cold } = await conversation(kind, 8);
-      expect(warm.map((t) => shape(t.completion))).toEqual(cold.map(shape));
+      if (kind === "gemma3") {
+        let parted = 0;
+        for (const [i, t] of warm.entries()) {
+          if (JSON.stringify(shape(t.completion)) === JSON.stringify(shape(cold[i]!))) continue;
+          partsAtNearTie(t.completion, cold[i]!, i);
+          parted++;
+        }
+        expect(parted).toBeLessThanOrEqual(2); // a near-tie is rare: most turns are identical
+      } else {
+        expect(warm.map((t) => shape(t.completion))).toEqual(cold.map(shape));
+      }
       for (const [i, t] of warm.entries()) {
         if (i === 0) {
           expect(t.decoded).toBe(t.prompt.length);
