@@ -96,12 +96,24 @@ export function messagesHoldSpecialText(prompt: string, segments: readonly Promp
     longest = Math.max(longest, t.text.length);
   }
   if (longest === 0) return false;
+  const hit = (i: number, s: PromptTextSegment, candidates: readonly string[]): boolean => {
+    for (const text of candidates) if (i + text.length > s.start && prompt.startsWith(text, i)) return true;
+    return false;
+  };
   for (const s of segments) {
     if (s.end <= s.start) continue;
-    for (let i = Math.max(0, s.start - longest + 1); i < s.end; i++) {
+    const from = Math.max(0, s.start - longest + 1);
+    if (byFirst.size <= 16) {
+      // few first characters (the usual `<`, `[`): the engine's indexOf skips to each one, ~10x
+      // faster than visiting every character of a megabyte message
+      for (const [first, candidates] of byFirst) {
+        for (let i = prompt.indexOf(first, from); i >= 0 && i < s.end; i = prompt.indexOf(first, i + 1)) if (hit(i, s, candidates)) return true;
+      }
+      continue;
+    }
+    for (let i = from; i < s.end; i++) {
       const candidates = byFirst.get(prompt[i]!);
-      if (candidates === undefined) continue;
-      for (const text of candidates) if (i + text.length > s.start && prompt.startsWith(text, i)) return true;
+      if (candidates !== undefined && hit(i, s, candidates)) return true;
     }
   }
   return false;

@@ -34,7 +34,7 @@ export interface ChatRouteContext {
 }
 
 export async function chatCompletions(req: IncomingMessage, res: ServerResponse, ctx: ChatRouteContext): Promise<number> {
-  const body = parseJsonBody(await readBody(req, ctx.bodyLimit));
+  const body = await parseJsonBody(await readBody(req, ctx.bodyLimit));
   // `signal` is the in-process API's; over HTTP the connection is the signal.
   if (Object.hasOwn(body, "signal")) delete body.signal;
   if (!ctx.allowRequestTemplates && body.chat_template !== undefined && body.chat_template !== null) {

@@ -24,7 +24,7 @@ export interface RouteContext {
 
 /** The JSON body without `signal` (the in-process API's; over HTTP the connection is the signal). */
 export async function readJsonRequest(req: IncomingMessage, ctx: RouteContext): Promise<Record<string, unknown>> {
-  const body = parseJsonBody(await readBody(req, ctx.bodyLimit));
+  const body = await parseJsonBody(await readBody(req, ctx.bodyLimit));
   if ("signal" in body) delete body.signal;
   return body;
 }
