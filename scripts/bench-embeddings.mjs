@@ -15,7 +15,7 @@
  * ours / theirs >= 0.95 on tokens/s, judged on the median of the paired ratios with its 95%
  * interval (scripts/bench/stats.mjs).
  *
- *   npm run bench:embeddings -- [--model PATH] [--runs N] [--threads T] [--texts N]
+ *   npm run bench:embeddings -- [--model PATH] [--runs N] [--threads T] [--texts N] [--llama-embedding PATH]
  */
 import { execFile } from "node:child_process";
 import { loadavg } from "node:os";
@@ -41,7 +41,9 @@ const lib = await import(pathToFileURL(join(root, "dist", "index.js")).href);
 const testing = await import(pathToFileURL(join(root, "dist", "exports", "testing.js")).href);
 const modelPath = resolve(arg("model", await testing.ensureTestModel("tiny")));
 // llama.cpp as its own CMake builds it (the standalone build), not the tests' in-tree one
-const { llamaEmbedding } = await ensureLlamaTools({ standalone: true });
+// (--llama-embedding PATH: another build of it, e.g. the in-tree build/bin/llama-embedding, whose
+// ggml is configured as the addon's)
+const llamaEmbedding = arg("llama-embedding", "") || (await ensureLlamaTools({ standalone: true })).llamaEmbedding;
 
 const topics = ["weather", "football", "cooking", "markets", "travel", "music", "gardens", "physics"];
 const texts = Array.from({ length: count }, (_, i) => `a remark on ${topics[i % topics.length]}, ${i}`);
