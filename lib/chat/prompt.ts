@@ -104,8 +104,8 @@ export function messagesHoldSpecialText(prompt: string, segments: readonly Promp
     if (s.end <= s.start) continue;
     const from = Math.max(0, s.start - longest + 1);
     if (byFirst.size <= 16) {
-      // few first characters (the usual `<`, `[`): the engine's indexOf skips to each one, ~10x
-      // faster than visiting every character of a megabyte message
+      // few first characters (the usual `<`, `[`): indexOf skips to each one instead of visiting
+      // every character (a 7.5 MiB message: ~50 ms on the server's event loop before)
       for (const [first, candidates] of byFirst) {
         for (let i = prompt.indexOf(first, from); i >= 0 && i < s.end; i = prompt.indexOf(first, i + 1)) if (hit(i, s, candidates)) return true;
       }
