@@ -1,6 +1,7 @@
 #include "sampling.h"
 
 #include "sampling-select.h"
+#include "grammar/grammar-pool.h"
 
 #include <algorithm>
 #include <cmath>
@@ -25,7 +26,14 @@ std::unique_ptr<Sampler> Sampler::Create(const llama_vocab* vocab, const Samplin
   std::unique_ptr<Sampler> s = Create(llama_vocab_n_tokens(vocab), p);
   if (grammar != nullptr) {
     grammar::Failure f;
-    s->grammar_ = grammar::GrammarState::Create(vocab, vocabIndex, *grammar, &f);
+    if (vocabIndex != nullptr) {
+      // the model's pool: the same grammar as a finished generation's starts warm
+      s->pool_ = vocabIndex->Pool();
+      s->poolKey_ = grammar::GrammarState::PoolKey(*grammar);
+      s->grammar_ = s->pool_->Acquire(vocab, vocabIndex, *grammar, &f);
+    } else {
+      s->grammar_ = grammar::GrammarState::Create(vocab, vocabIndex, *grammar, &f);
+    }
     if (!s->grammar_) {
       *error = ToNative(f);
       return nullptr;
@@ -91,6 +99,7 @@ std::unique_ptr<Sampler> Sampler::Create(int32_t nVocab, const SamplingParams& p
 Sampler::~Sampler() {
   if (chain_ != nullptr) llama_sampler_free(chain_);
   if (pre_ != nullptr) llama_sampler_free(pre_);
+  if (pool_ && grammar_) pool_->Release(std::move(grammar_), std::move(poolKey_));
 }
 
 void Sampler::Prepare(const float* logits, llama_token_data_array* all) {

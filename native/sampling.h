@@ -111,6 +111,8 @@ class Sampler {
   std::vector<int32_t> extraIds_;
   std::vector<float> extraValues_;
   std::unique_ptr<grammar::GrammarState> grammar_;
+  std::shared_ptr<grammar::GrammarPool> pool_;  // where grammar_ goes back when this sampler ends
+  std::string poolKey_;
   int32_t nVocab_ = 0;
   bool reference_ = false;
   bool grammarFirst_ = false;

@@ -10,7 +10,7 @@
 // vendored examples/json_schema_to_grammar.py.
 //
 //   node scripts/bench-schemas.mjs --corpus DIR [--every N] [--limit N] [--compilers a,b]
-//        [--no-mask-times] [--json] [--out FILE] [--list-failures N] [--timeout-ms N] [--slowest N]
+//        [--no-mask-times] [--fresh] [--json] [--out FILE] [--list-failures N] [--timeout-ms N] [--slowest N]
 import { spawn } from "node:child_process";
 import { readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
@@ -34,6 +34,10 @@ const every = Number(opt("every", "1"));
 const limit = Number(opt("limit", "Infinity"));
 const compilers = opt("compilers", "strict,ignore,llamacpp").split(",");
 const timeMasks = !args.includes("--no-mask-times");
+// --fresh: a new grammar state per instance (each pays the cold first masks); by default one state
+// per schema is reset between its instances, as the addon's grammar pool reuses a finished
+// generation's state (and as llguidance shares a compiled grammar between matchers)
+const fresh = args.includes("--fresh");
 const listFailures = Number(opt("list-failures", "0"));
 const vocab = join(root, "vendor", "llama.cpp", "models", "ggml-vocab-llama-bpe.gguf");
 
@@ -271,7 +275,7 @@ for (const file of files) {
     const compileMs = performance.now() - t0;
     let res;
     try {
-      res = await program.call("schema.check", { path: vocab, gbnf, instances: instances.map((x) => x.text), timeMask: timeMasks && c === compilers[0] });
+      res = await program.call("schema.check", { path: vocab, gbnf, instances: instances.map((x) => x.text), timeMask: timeMasks && c === compilers[0], fresh });
     } catch (e) {
       res = { invalid: e.message };
     }

@@ -54,6 +54,7 @@ std::unique_ptr<GrammarState> GrammarState::Create(const llama_vocab* vocab, Voc
     for (const auto& e : rule) g->hasTokenElements_ |= IsTokenTop(&e);
   }
   g->engine_ = std::make_unique<StackEngine>(&g->grammar_->rules);
+  g->start_ = g->grammar_->stacks;
   std::vector<StackId> start;
   for (const auto& stack : g->grammar_->stacks) start.push_back(g->engine_->FromLlama(stack));
   g->set_ = g->engine_->InternSet(&start);
@@ -72,6 +73,61 @@ std::unique_ptr<GrammarState> GrammarState::Create(const llama_vocab* vocab, Voc
     }
   }
   return g;
+}
+
+std::string GrammarState::PoolKey(const GrammarSpec& spec) {
+  std::string key;
+  const auto put = [&key](const std::string& v) {
+    key += std::to_string(v.size());
+    key += ':';
+    key += v;
+  };
+  put(spec.gbnf);
+  put(spec.root);
+  key += spec.lazy ? 'L' : 'E';
+  return key;
+}
+
+bool GrammarState::Reset(const GrammarSpec& spec, Failure* error) {
+  const int32_t nVocab = llama_vocab_n_tokens(vocab_);
+  for (llama_token t : spec.triggerTokens) {
+    if (t < 0 || t >= nVocab) {
+      *error = {kInvalid, "trigger token " + std::to_string(t) + " is outside the vocabulary"};
+      return false;
+    }
+  }
+  triggers_.reset();
+  triggerTokens_.clear();
+  awaiting_ = false;
+  if (spec.lazy) {
+    std::string why;
+    triggers_ = TriggerMatcher::Create(spec.triggerPatterns, &why);
+    if (!triggers_) {
+      *error = {kInvalid, "invalid " + why};
+      return false;
+    }
+    triggerTokens_ = spec.triggerTokens;
+    awaiting_ = true;
+  }
+  positions_.clear();
+  byId_.clear();
+  partialValue_ = 0;
+  partialRemain_ = 0;
+  stats_ = GrammarStats{};
+  std::vector<StackId> start;
+  for (const auto& stack : start_) start.push_back(engine_->FromLlama(stack));
+  set_ = engine_->InternSet(&start);
+  llamaStale_ = true;
+  if (engine_->failed()) return EngineError(error);
+  for (size_t i = 0; i < spec.prefillTokens.size(); i++) {
+    llama_token t = spec.prefillTokens[i];
+    Failure f;
+    if (!Accept(t, &f)) {
+      *error = {kInvalid, "the grammar does not accept its prefill at token " + std::to_string(i) + " (" + std::to_string(t) + "): " + f.message};
+      return false;
+    }
+  }
+  return true;
 }
 
 GrammarState::~GrammarState() {

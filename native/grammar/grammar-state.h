@@ -37,6 +37,15 @@ class GrammarState {
   // first mask, off the caller's thread when that is the generation thread.
   static std::unique_ptr<GrammarState> Create(const llama_vocab* vocab, VocabIndexHolder* holder, const GrammarSpec& spec,
                                               Failure* error);
+  // A state back at its start for `spec` (same GBNF, root and laziness as it was created with:
+  // the caller's pool key), keeping what it learned: interned stacks, position classes and the mask
+  // cache, so the next generation with this grammar pays no cold first mask. The triggers and the
+  // prefill are `spec`'s.
+  bool Reset(const GrammarSpec& spec, Failure* error);
+  // What a pooled state must match to be reset for `spec` (the prefill is replayed, not matched).
+  static std::string PoolKey(const GrammarSpec& spec);
+  // Memory held by the mask cache and the interning tables (for the pool's budget).
+  size_t MemoryBytes() const { return (mask_ ? mask_->MemoryBytes() : 0) + (engine_ ? engine_->MemoryBytes() : 0); }
   ~GrammarState();
   GrammarState(const GrammarState&) = delete;
   GrammarState& operator=(const GrammarState&) = delete;
@@ -92,6 +101,7 @@ class GrammarState {
   std::unique_ptr<PositionClasses> classes_;
   std::unique_ptr<MaskEngine> mask_;
   SetId set_ = StackEngine::kDead;
+  std::vector<llama_grammar_stack> start_;  // the stacks before the prefill (Reset)
   uint32_t partialValue_ = 0;
   int partialRemain_ = 0;
 

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <numeric>
 
+#include "grammar-pool.h"
 #include "llama-vocab.h"  // the same cached pieces llama_grammar_apply_impl reads
 
 namespace lp::grammar {
@@ -122,6 +123,12 @@ std::shared_ptr<const VocabIndex> VocabIndex::Build(const llama_vocab* vocab) {
   v.tokens = std::move(order);
   v.buildMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return index;
+}
+
+std::shared_ptr<GrammarPool> VocabIndexHolder::Pool() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!pool_) pool_ = std::make_shared<GrammarPool>();
+  return pool_;
 }
 
 std::shared_ptr<const VocabIndex> VocabIndexHolder::Get(const llama_vocab* vocab) {

@@ -46,14 +46,19 @@ class VocabIndex {
   std::vector<uint32_t> nodeOf;  // per token; UINT32_MAX when not in the trie
 };
 
+class GrammarPool;
+
 // Lazily built, shared by every sampler of one model (lives in ModelCore).
 class VocabIndexHolder {
  public:
   std::shared_ptr<const VocabIndex> Get(const llama_vocab* vocab);
+  // The model's pool of finished grammar states (grammar-pool.h); samplers keep it alive.
+  std::shared_ptr<GrammarPool> Pool();
 
  private:
   std::mutex mu_;
   std::shared_ptr<const VocabIndex> index_;
+  std::shared_ptr<GrammarPool> pool_;
 };
 
 }  // namespace lp::grammar

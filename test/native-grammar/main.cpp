@@ -256,12 +256,22 @@ json CmdMaskDiff(const json& req) {
   std::mt19937 rng(req.value("seed", 1u));
   const int walks = req.value("walks", 4);
   const int steps = req.value("steps", 20);
+  // reuse: one state for all walks, reset between them (the addon's grammar pool); the reference
+  // is fresh every walk, so a reset that leaves anything behind shows as a mismatch
+  const bool reuse = req.value("reuse", false);
+  std::unique_ptr<GrammarState> kept;
   Compare cmp;
   uint64_t acceptMismatch = 0;
   json pathExample = json::array();
   for (int w = 0; w < walks; w++) {
     Failure f;
-    auto ours = GrammarState::Create(v.vocab, &v.holder, spec, &f);
+    std::unique_ptr<GrammarState> ours;
+    if (reuse && kept) {
+      if (!kept->Reset(spec, &f)) return {{"invalid", "reset: " + f.message}, {"mismatch", true}};
+      ours = std::move(kept);
+    } else {
+      ours = GrammarState::Create(v.vocab, &v.holder, spec, &f);
+    }
     llama_grammar* ref = ReferenceGrammar(v.vocab, spec);
     if (!ours || ref == nullptr) {
       bool same = !ours && ref == nullptr;
@@ -303,6 +313,7 @@ json CmdMaskDiff(const json& req) {
     }
     if (w == 0) pathExample = TokenList(v.vocab, path, 40);
     llama_grammar_free_impl(ref);
+    kept = std::move(ours);
   }
   json out = cmp.Result();
   out["acceptMismatches"] = acceptMismatch;
@@ -318,6 +329,8 @@ json CmdTriggerDiff(const json& req) {
   Compare cmp;
   json outcomes = json::array();
   uint64_t triggerMismatch = 0, acceptMismatch = 0, triggered = 0;
+  const bool reuse = req.value("reuse", false);  // as mask.diff: one state, reset between texts
+  std::unique_ptr<GrammarState> kept;
   for (const auto& textJson : req.at("texts")) {
     std::string text = textJson.get<std::string>();
     std::vector<llama_token> tokens;
@@ -325,7 +338,13 @@ json CmdTriggerDiff(const json& req) {
       if (!llama_vocab_is_eog(v.vocab, t)) tokens.push_back(t);
     }
     Failure f;
-    auto ours = GrammarState::Create(v.vocab, &v.holder, spec, &f);
+    std::unique_ptr<GrammarState> ours;
+    if (reuse && kept) {
+      if (!kept->Reset(spec, &f)) return {{"invalid", "reset: " + f.message}, {"mismatch", true}};
+      ours = std::move(kept);
+    } else {
+      ours = GrammarState::Create(v.vocab, &v.holder, spec, &f);
+    }
     if (!ours) return {{"invalid", f.message}};
     llama_grammar* ref = ReferenceGrammar(v.vocab, spec);
     if (ref == nullptr) return {{"invalid", "llama.cpp rejected it but we accepted it"}, {"mismatch", true}};
@@ -384,6 +403,7 @@ json CmdTriggerDiff(const json& req) {
     if (refAt >= 0) triggered++;
     outcomes.push_back(refAt);
     llama_grammar_free_impl(ref);
+    kept = std::move(ours);
   }
   json out = cmp.Result();
   out["triggerMismatches"] = triggerMismatch;
@@ -591,10 +611,14 @@ json CmdSchemaCheck(const json& req) {
   GrammarSpec spec = SpecOf(req);
   spec.lazy = false;
   const bool timeMask = req.value("timeMask", false);
+  // fresh: a new state per instance (every instance pays the cold first masks); otherwise one state
+  // reset between instances, as the addon's grammar pool reuses a finished generation's state
+  const bool fresh = req.value("fresh", false);
   const llama_token eos = llama_vocab_eos(v.vocab);
   json results = json::array();
   json maskUs = json::array();
   double createMs = 0;
+  std::unique_ptr<GrammarState> kept;
   for (const auto& tj : req.at("instances")) {
     std::string text = tj.get<std::string>();
     std::vector<llama_token> tokens;
@@ -607,7 +631,9 @@ json CmdSchemaCheck(const json& req) {
     }
     Failure f;
     auto t0 = Clock::now();
-    auto g = GrammarState::Create(v.vocab, &v.holder, spec, &f);
+    std::unique_ptr<GrammarState> g;
+    if (!fresh && kept && kept->Reset(spec, &f)) g = std::move(kept);
+    if (!g) g = GrammarState::Create(v.vocab, &v.holder, spec, &f);
     createMs += MsSince(t0);
     if (!g) return {{"invalid", f.message}};
     bool ok = true;
@@ -630,6 +656,7 @@ json CmdSchemaCheck(const json& req) {
       }
     }
     results.push_back({{"accepted", ok}, {"at", at}, {"tokens", tokens.size()}});
+    kept = std::move(g);
   }
   return {{"results", results}, {"maskUs", maskUs}, {"createMs", createMs}};
 }

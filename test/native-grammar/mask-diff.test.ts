@@ -38,8 +38,8 @@ interface Tally {
   invalid: number;
 }
 
-async function diff(vocab: string, g: CorpusGrammar, seed: number, walks: number, steps: number, tally: Tally, warmAll = false): Promise<void> {
-  const r = await program.call<DiffResult>("mask.diff", { path: vocabPath(vocab), gbnf: g.gbnf, seed, walks, steps, warmAll });
+async function diff(vocab: string, g: CorpusGrammar, seed: number, walks: number, steps: number, tally: Tally, warmAll = false, reuse = false): Promise<void> {
+  const r = await program.call<DiffResult>("mask.diff", { path: vocabPath(vocab), gbnf: g.gbnf, seed, walks, steps, warmAll, reuse });
   if (r.invalid !== undefined) {
     // Both sides must reject a grammar alike: the program reports "mismatch" when only llama.cpp does.
     expect((r as { mismatch?: boolean }).mismatch, `${vocab} ${g.name}: ${r.invalid}`).toBeUndefined();
@@ -88,6 +88,14 @@ describe("mask engine = llama.cpp's grammar (admitted sets, stacks, single check
     // half of them with the whole position cache built first (the eager warm-up), half built as needed
     for (const [i, g] of grammars.entries()) await diff("qwen2", g, 300 + i, FULL ? 4 : 2, FULL ? 16 : 6, tally, i % 2 === 0);
     console.log(`schemas/samples/edges on qwen2: ${JSON.stringify(tally)}`);
+    expect(tally.invalid).toBe(0);
+  }, 1_800_000);
+
+  it("one state reset between walks (the addon's grammar pool) = a fresh llama.cpp grammar each walk", async () => {
+    const tally: Tally = { grammars: 0, states: 0, invalid: 0 };
+    const grammars = [...pick(chatPlanGrammars(), 4, 1), ...pick(schemaGrammars(), 4, 1), ...sampleGrammars(), ...edgeGrammars()];
+    for (const [i, g] of grammars.entries()) await diff("qwen2", g, 700 + i, 4, FULL ? 12 : 6, tally, i % 2 === 0, true);
+    console.log(`reset between walks on qwen2: ${JSON.stringify(tally)}`);
     expect(tally.invalid).toBe(0);
   }, 1_800_000);
 

@@ -103,6 +103,23 @@ describe("lazy grammars = llama.cpp's lazy grammar", () => {
     expect({ trigger: r.triggerMismatches, mask: r.maskMismatches, accept: r.acceptMismatches }).toEqual({ trigger: 0, mask: 0, accept: 0 });
     expect(r.triggered).toBeGreaterThan(2);
   }, 600_000);
+
+  it("one lazy state reset between outputs (the addon's grammar pool) = a fresh llama.cpp grammar each time", async () => {
+    const lazy = chatPlanGrammars().filter((g) => g.lazy && g.patterns && g.patterns.length > 0);
+    let texts = 0,
+      triggered = 0;
+    for (const [i, g] of lazy.entries()) {
+      if (i % 3 !== 0) continue;
+      const outputs = outputsFor(g.patterns!, 3000 + i, 12);
+      const r = await program.call<DiffResult>("trigger.diff", { path: vocabPath("qwen2"), gbnf: g.gbnf, patterns: g.patterns, texts: outputs, seed: i, checkSteps: 2, reuse: true });
+      expect(r.invalid, g.name).toBeUndefined();
+      const found = { trigger: r.triggerMismatches, mask: r.maskMismatches, stacks: r.stackMismatches, accept: r.acceptMismatches, admits: r.admitsMismatches };
+      expect(found, `${g.name}: ${JSON.stringify(r.mismatches[0] ?? null).slice(0, 1500)}`).toEqual({ trigger: 0, mask: 0, stacks: 0, accept: 0, admits: 0 });
+      texts += outputs.length;
+      triggered += r.triggered!;
+    }
+    expect(triggered).toBeGreaterThan(texts / 3);
+  }, 1_800_000);
 });
 
 // ---------------------------------------------------------------------------------------------
