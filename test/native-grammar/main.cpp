@@ -250,6 +250,20 @@ json CmdVocab(const json& req) {
           {"maxDepth", index->maxDepth}, {"buildMs", index->buildMs}};
 }
 
+// The state for the next walk: with `reuse`, the previous walk's state reset to its start (the
+// addon's grammar pool; *resetFailed when that fails), else a new one.
+std::unique_ptr<GrammarState> NextState(LoadedVocab& v, const GrammarSpec& spec, bool reuse, std::unique_ptr<GrammarState>* kept, Failure* f,
+                                        bool* resetFailed) {
+  if (reuse && *kept) {
+    if (!(*kept)->Reset(spec, f)) {
+      *resetFailed = true;
+      return nullptr;
+    }
+    return std::move(*kept);
+  }
+  return GrammarState::Create(v.vocab, &v.holder, spec, f);
+}
+
 json CmdMaskDiff(const json& req) {
   LoadedVocab& v = Load(req.at("path").get<std::string>());
   GrammarSpec spec = SpecOf(req);
@@ -265,13 +279,9 @@ json CmdMaskDiff(const json& req) {
   json pathExample = json::array();
   for (int w = 0; w < walks; w++) {
     Failure f;
-    std::unique_ptr<GrammarState> ours;
-    if (reuse && kept) {
-      if (!kept->Reset(spec, &f)) return {{"invalid", "reset: " + f.message}, {"mismatch", true}};
-      ours = std::move(kept);
-    } else {
-      ours = GrammarState::Create(v.vocab, &v.holder, spec, &f);
-    }
+    bool resetFailed = false;
+    std::unique_ptr<GrammarState> ours = NextState(v, spec, reuse, &kept, &f, &resetFailed);
+    if (resetFailed) return {{"invalid", "reset: " + f.message}, {"mismatch", true}};
     llama_grammar* ref = ReferenceGrammar(v.vocab, spec);
     if (!ours || ref == nullptr) {
       bool same = !ours && ref == nullptr;
@@ -338,13 +348,9 @@ json CmdTriggerDiff(const json& req) {
       if (!llama_vocab_is_eog(v.vocab, t)) tokens.push_back(t);
     }
     Failure f;
-    std::unique_ptr<GrammarState> ours;
-    if (reuse && kept) {
-      if (!kept->Reset(spec, &f)) return {{"invalid", "reset: " + f.message}, {"mismatch", true}};
-      ours = std::move(kept);
-    } else {
-      ours = GrammarState::Create(v.vocab, &v.holder, spec, &f);
-    }
+    bool resetFailed = false;
+    std::unique_ptr<GrammarState> ours = NextState(v, spec, reuse, &kept, &f, &resetFailed);
+    if (resetFailed) return {{"invalid", "reset: " + f.message}, {"mismatch", true}};
     if (!ours) return {{"invalid", f.message}};
     llama_grammar* ref = ReferenceGrammar(v.vocab, spec);
     if (ref == nullptr) return {{"invalid", "llama.cpp rejected it but we accepted it"}, {"mismatch", true}};
