@@ -66,7 +66,7 @@ async function main() {
   const model = await loadModel(await ensureTestModel(opts.size));
   const context = model.createContext({ contextSize: 2048, threads: opts.threads });
   const prompt = model.tokenize(plan.prompt, { parseSpecial: true });
-  const grammar = { gbnf: plan.grammar, prefill: plan.grammarPrefill ?? "" };
+  const grammar = { gbnf: plan.grammar.gbnf, prefill: plan.grammar.prefill };
   const eogBan = {};
   for (let t = 0; t < model.vocabSize; t++) if (model.isEog(t)) eogBan[t] = -Infinity;
 

@@ -190,10 +190,10 @@ async function main() {
     const source = readFileSync(join(dir, file), "utf8");
     try {
       const plan = applyChatTemplate(source, { messages: [{ role: "user", content: "Weather in Paris?" }], tools: [WEATHER], tool_choice: "required" });
-      if (!plan.grammar) continue;
+      if (plan.grammar === null) continue;
       const output = toolCallOutput(applyChatTemplate, source, plan);
       if (output === null) continue;
-      grammars.push({ name: file.replace(/\.jinja$/, ""), gbnf: plan.grammar, candidates: outputCandidates(output, plan.generationPrompt) });
+      grammars.push({ name: file.replace(/\.jinja$/, ""), gbnf: plan.grammar.gbnf, candidates: outputCandidates(output, plan.generationPrompt) });
     } catch {
       // templates without tool support
     }
@@ -223,11 +223,11 @@ async function main() {
     const file = readdirSync(dir).find((f) => f.startsWith(t));
     if (!file) continue;
     const plan = applyChatTemplate(readFileSync(join(dir, file), "utf8"), { messages: [{ role: "user", content: "Go" }], tools: tenTools(), tool_choice: "required" });
-    if (!plan.grammar) continue;
+    if (plan.grammar === null) continue;
     // Five builds, each of a fresh grammar state: the first and the median (a loaded machine
     // makes any single one noisy; the bound is judged on the median).
     const builds = [];
-    for (let k = 0; k < 5; k++) builds.push(await program.call("mask.bench", { path: qwen, gbnf: plan.grammar, prefixes: [], warmAll: true }));
+    for (let k = 0; k < 5; k++) builds.push(await program.call("mask.bench", { path: qwen, gbnf: plan.grammar.gbnf, prefixes: [], warmAll: true }));
     const r = builds[0];
     report.cache.push({ plan: `${file.replace(/\.jinja$/, "")} + 10 tools`, warmMs: median(builds.map((b) => b.warmMs)), firstMs: r.warmMs, entries: r.warmEntries, trieMs: r.vocabBuildMs, ok: builds.every((b) => b.warmOk) });
   }
@@ -236,11 +236,11 @@ async function main() {
     const file = readdirSync(dir).find((f) => f.startsWith(t));
     if (!file) continue;
     const plan = applyChatTemplate(readFileSync(join(dir, file), "utf8"), { messages: [{ role: "user", content: "Go" }], tools: manyTools(250), tool_choice: "required" });
-    if (!plan.grammar) continue;
+    if (plan.grammar === null) continue;
     const firsts = [];
-    for (let k = 0; k < 3; k++) firsts.push((await program.call("mask.bench", { path: qwen, gbnf: plan.grammar, prefixes: [{ name: "start", text: "" }], repeat: 1 })).positions[0]);
+    for (let k = 0; k < 3; k++) firsts.push((await program.call("mask.bench", { path: qwen, gbnf: plan.grammar.gbnf, prefixes: [{ name: "start", text: "" }], repeat: 1 })).positions[0]);
     const best = firsts.filter((p) => !p.error).sort((a, b) => a.firstMs - b.firstMs)[0];
-    report.first250.push({ plan: `${file.replace(/\.jinja$/, "")} + 250 tools`, gbnfBytes: plan.grammar.length, firstMs: best?.firstMs, classesMs: best?.classesMs, error: best ? undefined : firsts[0]?.error });
+    report.first250.push({ plan: `${file.replace(/\.jinja$/, "")} + 250 tools`, gbnfBytes: plan.grammar.gbnf.length, firstMs: best?.firstMs, classesMs: best?.classesMs, error: best ? undefined : firsts[0]?.error });
   }
   program.close();
 

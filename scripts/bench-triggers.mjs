@@ -29,14 +29,14 @@ function lazyPlan(applyChatTemplate, escapeRegex, template, nTools) {
   const dir = join(root, "vendor", "llama.cpp", "models", "templates");
   const file = readdirSync(dir).find((f) => f.startsWith(template));
   const plan = applyChatTemplate(readFileSync(join(dir, file), "utf8"), { messages: [{ role: "user", content: "Go" }], tools: manyTools(nTools) });
-  if (!plan.grammarLazy) throw new Error(`${template}: the plan is not lazy`);
+  if (!plan.grammar?.lazy) throw new Error(`${template}: the plan is not lazy`);
   const patterns = [];
-  for (const t of plan.grammarTriggers) {
+  for (const t of plan.grammar.triggers) {
     if (t.type === "word" || t.type === "token") patterns.push(escapeRegex(t.value));
     else if (t.type === "pattern") patterns.push(t.value);
     else patterns.push(`${t.value.startsWith("^") ? "" : "^"}${t.value}${t.value.endsWith("$") ? "" : "$"}`);
   }
-  return { gbnf: plan.grammar, patterns };
+  return { gbnf: plan.grammar.gbnf, patterns };
 }
 
 async function main() {

@@ -36,17 +36,11 @@ export interface ChatPlan {
   promptSegments?: PromptTextSegment[];
   /** Which output format the parser implements (for diagnostics; e.g. "peg-native", "content-only"). */
   format: string;
-  /** GBNF constraining generation; "" for none. */
-  grammar: string;
-  /** Apply `grammar` only once a trigger appears. */
-  grammarLazy: boolean;
-  grammarTriggers: GrammarTrigger[];
   /**
-   * Text an eager `grammar` consumes before the first sampled token: the generation prompt, which
-   * the grammar starts with and the prompt already ends with (llama.cpp's prefill; pass it as
-   * `grammar.prefill`). "" for lazy and user grammars.
+   * The sampler's grammar (GBNF, laziness, triggers, prefill) in the one shape every target takes;
+   * null when generation is not constrained.
    */
-  grammarPrefill?: string;
+  grammar: SamplingGrammar | null;
   /** Token texts the sampler must keep whole (template markers). */
   preservedTokens: string[];
   additionalStops: string[];
@@ -69,12 +63,15 @@ export interface ChatPlan {
   parser: ChatParser | null;
 }
 
-/** The sampler side of a plan: its grammar fields as one value (what a completion target gets). */
+/** A plan's grammar as the sampler takes it (the local and remote targets alike). */
 export interface SamplingGrammar {
   gbnf: string;
   /** Apply `gbnf` only once a trigger appears in the output. */
   lazy: boolean;
-  /** The plan's triggers (lazy only): words, patterns (`pattern_full` anchored), tokens by text. */
+  /**
+   * What wakes a lazy grammar: words, patterns (`pattern_full` anchored), tokens by text. Read only
+   * when `lazy`; a chat plan lists them as llama.cpp does, for eager grammars too.
+   */
   triggers: GrammarTrigger[];
   /**
    * Text the grammar consumes before the first sampled token (eager grammars; "" for none): the
@@ -84,26 +81,12 @@ export interface SamplingGrammar {
   prefill: string;
 }
 
-/** The plan's grammar fields that `SamplingGrammar` carries (the one conversion each way: `samplingGrammar`, `grammarFields`). */
-export type PlanGrammarFields = Pick<ChatPlan, "grammar" | "grammarLazy" | "grammarTriggers" | "grammarPrefill">;
-
-/** The plan's grammar as the sampler takes it; null when the plan has none. */
-export function samplingGrammar(plan: PlanGrammarFields): SamplingGrammar | null {
-  if (plan.grammar === "") return null;
-  return { gbnf: plan.grammar, lazy: plan.grammarLazy, triggers: plan.grammarLazy ? plan.grammarTriggers : [], prefill: plan.grammarPrefill ?? "" };
-}
-
-/** A `SamplingGrammar` (or none) as the plan's fields. */
-export function grammarFields(g: SamplingGrammar | null): Required<PlanGrammarFields> {
-  return { grammar: g?.gbnf ?? "", grammarLazy: g?.lazy ?? false, grammarTriggers: g?.triggers ?? [], grammarPrefill: g?.prefill ?? "" };
-}
-
 /** A plan with defaults for every field but the parser (tests and hand-built grammars). */
 export function chatPlan(parser: ChatParser | null, fields: Partial<Omit<ChatPlan, "parser">> = {}): ChatPlan {
   return {
     prompt: "",
     format: parser === null ? "content-only" : "peg",
-    ...grammarFields(null),
+    grammar: null,
     preservedTokens: [],
     additionalStops: [],
     generationPrompt: "",

@@ -4,7 +4,7 @@
  * about the plan is decided here.
  */
 import { applyNormalized, type AppliedChatPlan, type NormalizedApplyRequest } from "../chat/apply/index.js";
-import { grammarFields, samplingGrammar, type ChatPlan, type SamplingGrammar } from "../chat/plan.js";
+import type { ChatPlan, SamplingGrammar } from "../chat/plan.js";
 import type { PromptTextSegment } from "../chat/prompt.js";
 import type { TemplateLimits } from "../jinja/index.js";
 import { LlamapegError } from "../errors.js";
@@ -75,7 +75,7 @@ export async function buildCompletionPlanWith(planner: ChatPlanner, template: st
 
 /** The completion plan of a chat plan built for `r`. */
 function completionPlanOf(chat: AppliedChatPlan, r: NormalizedChatRequest): CompletionPlan {
-  const grammar: SamplingGrammar | null = r.grammar ? samplingGrammar(chat) : null;
+  const grammar: SamplingGrammar | null = r.grammar ? chat.grammar : null;
   const budget = planReasoningBudget(chat, r.reasoningBudget);
   return {
     prompt: chat.prompt,
@@ -106,7 +106,7 @@ export function planFromRecord(record: PlanRecord): ChatPlan {
   return {
     prompt: "",
     format: record.format,
-    ...grammarFields(record.grammar),
+    grammar: record.grammar,
     preservedTokens: record.preservedTokens,
     additionalStops: record.additionalStops,
     generationPrompt: record.generationPrompt,

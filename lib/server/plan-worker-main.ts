@@ -45,7 +45,7 @@ parentPort!.on("message", (m: PlanRequest) => {
     sent.delete(id);
     sent.set(id, true);
     if (sent.size > ARENAS_KEPT) sent.delete(sent.keys().next().value!);
-    reply = { id: m.id, plan, grammarChecked: grammarPasses(plan.grammar), arena: known ? { id } : { id, nodes: parser.nodes, rules: parser.rules, root: parser.root } };
+    reply = { id: m.id, plan, grammarChecked: plan.grammar !== null && grammarPasses(plan.grammar.gbnf), arena: known ? { id } : { id, nodes: parser.nodes, rules: parser.rules, root: parser.root } };
   } catch (e) {
     reply = { id: m.id, error: errorOf(e) };
   }

@@ -130,7 +130,7 @@ export class PlanWorker {
       return;
     }
     this.#pending.delete(reply.id);
-    if (reply.grammarChecked) markGbnfChecked(reply.plan.grammar);
+    if (reply.grammarChecked && reply.plan.grammar !== null) markGbnfChecked(reply.plan.grammar.gbnf);
     p.resolve({ ...reply.plan, parser });
   }
 

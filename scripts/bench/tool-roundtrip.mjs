@@ -232,7 +232,7 @@ export function lazyStart(text, triggers) {
 
 /** The plan's lazy grammar (its trigger rules, the GBNF root's alternatives) takes `text` from the trigger on. */
 function lazyAdmits(plan, text) {
-  const at = lazyStart(text, plan.grammarTriggers);
+  const at = lazyStart(text, plan.grammar.triggers);
   if (at < 0) return { fired: false, admitted: false };
   const arena = plan.parser;
   const input = encoder.encode(text.slice(at));
@@ -284,7 +284,7 @@ function readBack(lib, plan, text, calls) {
   let admitted = r.type === "success" && r.end === input.length;
   // a lazy grammar must also start on the output (its trigger fires) and take it from there
   let lazy = null;
-  if (admitted && plan.grammarLazy) {
+  if (admitted && plan.grammar.lazy) {
     lazy = lazyAdmits(plan, text);
     admitted = lazy.admitted;
     if (!lazy.fired) detail = `${detail}${detail === "" ? "" : "; "}lazy grammar never triggered`;
@@ -317,7 +317,7 @@ export function roundTripTemplate(lib, source, cases, { extra = {}, now = new Da
     } catch {
       return null;
     }
-    if (plan.grammar === "") continue;
+    if (plan.grammar === null) continue;
     anyGrammar = true;
     stats.cases++;
     let turn;
@@ -338,7 +338,7 @@ export function roundTripTemplate(lib, source, cases, { extra = {}, now = new Da
     }
     stats[best.outcome]++;
     if (best.admitted) stats.admitted++;
-    if (plan.grammarLazy) stats.lazy++;
+    if (plan.grammar.lazy) stats.lazy++;
     if ((best.outcome !== "exact" || !best.admitted) && stats.failures.length < keep) {
       stats.failures.push({ id: c.id, outcome: best.outcome, admitted: best.admitted, detail: best.detail, text: best.text.slice(0, 400) });
     }

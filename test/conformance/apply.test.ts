@@ -154,16 +154,17 @@ async function compareOne(source: string, conv: Conversation): Promise<Outcome> 
   // One tree: the plan's grammar is exactly what its parser's arena exports.
   const schemas = [...(conv.tools ?? []).map((t) => (t as { function: { parameters?: unknown } }).function.parameters ?? {}), ...(conv.response_format ? [conv.response_format.json_schema.schema] : [])];
   const fromTree = treeGrammar(ours, schemas);
-  if (fromTree !== null && fromTree !== ours.grammar) throw new Error(`${conv.name}: plan.grammar is not the GBNF of plan.parser`);
+  if (fromTree !== null && fromTree !== ours.grammar?.gbnf) throw new Error(`${conv.name}: plan.grammar is not the GBNF of plan.parser`);
   treeChecks++;
   const r = ref.result;
   if (r.prompt !== ours.prompt) out.diffs.prompt = firstDifference(r.prompt, ours.prompt);
   const refGrammar = canonicalGbnf(r.grammar);
-  const ourGrammar = canonicalGbnf(ours.grammar);
+  const ourGrammar = canonicalGbnf(ours.grammar?.gbnf ?? "");
   if (refGrammar !== ourGrammar) out.diffs.grammar = firstDifference(refGrammar, ourGrammar);
-  if (r.grammar_lazy !== ours.grammarLazy) out.diffs.grammarLazy = `reference ${r.grammar_lazy}, ours ${ours.grammarLazy}`;
+  const ourLazy = ours.grammar?.lazy ?? false;
+  if (r.grammar_lazy !== ourLazy) out.diffs.grammarLazy = `reference ${r.grammar_lazy}, ours ${ourLazy}`;
   const refTriggers = (r.grammar_triggers as { type: string; value: string }[]).map((t) => ({ type: t.type, value: t.value }));
-  const ourTriggers = ours.grammarTriggers.map((t) => ({ type: t.type, value: t.value }));
+  const ourTriggers = (ours.grammar?.triggers ?? []).map((t) => ({ type: t.type, value: t.value }));
   if (!sameJson(refTriggers, ourTriggers)) out.diffs.grammarTriggers = `reference ${JSON.stringify(refTriggers)}, ours ${JSON.stringify(ourTriggers)}`;
   if (!sameJson(r.preserved_tokens, ours.preservedTokens)) out.diffs.preservedTokens = `reference ${JSON.stringify(r.preserved_tokens)}, ours ${JSON.stringify(ours.preservedTokens)}`;
   if (!sameJson(r.additional_stops, ours.additionalStops)) out.diffs.additionalStops = `reference ${JSON.stringify(r.additional_stops)}, ours ${JSON.stringify(ours.additionalStops)}`;
@@ -380,8 +381,8 @@ describe("applyChatTemplate vs the reference on bad templates", () => {
         return;
       }
       expect(ours.prompt).toBe(ref.result.prompt);
-      expect(canonicalGbnf(ours.grammar)).toBe(canonicalGbnf(ref.result.grammar));
-      expect(ours.grammarTriggers).toEqual(ref.result.grammar_triggers);
+      expect(canonicalGbnf(ours.grammar?.gbnf ?? "")).toBe(canonicalGbnf(ref.result.grammar));
+      expect(ours.grammar?.triggers ?? []).toEqual(ref.result.grammar_triggers);
       // the call text stays content on both sides
       const text = '<tool_call>{"name": "get_current_weather"}</tool_call>';
       const refMsg = await h.call<{ msg: RefMsg }>("chat.parse", { params: { format: ref.result.format, generation_prompt: ref.result.generation_prompt, parser_text: ref.result.parser_text }, text });

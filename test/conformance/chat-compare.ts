@@ -232,7 +232,8 @@ export function canonicalGbnf(gbnf: string): string {
  * parameter schemas and response schema. null when the plan has no grammar from its tree.
  */
 export function treeGrammar(plan: AppliedChatPlan, schemas: readonly unknown[], schemaMode: SchemaMode = "reference"): string | null {
-  if (!plan.grammarLazy && plan.grammarRoot < 0) return null;
-  const arena = new PegArena(plan.parser.nodes, plan.parser.rules, plan.grammarLazy ? plan.parser.root : plan.grammarRoot);
-  return arena.toGbnf({ lazy: plan.grammarLazy, resolveRefs: schemas, schemaMode });
+  const lazy = plan.grammar?.lazy ?? false;
+  if (!lazy && plan.grammarRoot < 0) return null;
+  const arena = new PegArena(plan.parser.nodes, plan.parser.rules, lazy ? plan.parser.root : plan.grammarRoot);
+  return arena.toGbnf({ lazy, resolveRefs: schemas, schemaMode });
 }

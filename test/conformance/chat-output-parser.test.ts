@@ -175,7 +175,7 @@ describe("chat output parser vs the reference autoparser", () => {
             toolChoice: v.toolChoice,
             parallelToolCalls: v.parallel,
           });
-          expect({ grammar: canonicalGbnf(g.grammar), lazy: g.grammarLazy, triggers: g.grammarTriggers }, `${file} (${v.name}) grammar`).toEqual({
+          expect({ grammar: canonicalGbnf(g?.gbnf ?? ""), lazy: g?.lazy ?? false, triggers: g?.triggers ?? [] }, `${file} (${v.name}) grammar`).toEqual({
             grammar: canonicalGbnf(applied.result.grammar),
             lazy: applied.result.grammar_lazy,
             triggers: applied.result.grammar_triggers,

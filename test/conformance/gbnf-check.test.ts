@@ -52,7 +52,7 @@ describe("checkGbnf agrees with llama.cpp's grammar parser", () => {
       for (const shape of shapes) {
         try {
           const plan = applyChatTemplate(src, { messages: conversation.messages, ...shape });
-          if (plan.grammar !== "") grammars.add(plan.grammar);
+          if (plan.grammar !== null) grammars.add(plan.grammar.gbnf);
         } catch {
           // templates that reject the request
         }

@@ -111,18 +111,18 @@ describe("a plan's grammar admits the template's own tool calls", () => {
           } catch {
             continue; // no tool support: not this test's subject
           }
-          if (!plan.grammar) continue;
+          if (plan.grammar === null) continue;
           const ref = await h.request<RefPlan>("chat.templates_apply", { template: source, bos_token: BOS, eos_token: EOS, request: referenceRequest(c, conv.messages, true) });
           if (!ref.ok || !ref.result!.grammar) continue;
           const output = await renderedOutput(h, source, c, plan.generationPrompt, plan.thinkingStartTag, reply);
           if (output === null) continue;
           const texts = candidates(output, plan.thinkingStartTag);
-          const oursIn = grammarInputs(texts, plan.grammarLazy, plan.grammarTriggers, plan.grammarPrefill ?? "");
+          const oursIn = grammarInputs(texts, plan.grammar.lazy, plan.grammar.triggers, plan.grammar.prefill);
           const refTriggers = ref.result!.grammar_triggers ?? [];
           const refIn = grammarInputs(texts, ref.result!.grammar_lazy === true, refTriggers, ref.result!.grammar_lazy ? "" : (ref.result!.generation_prompt ?? ""));
           if (oursIn === null || refIn === null) continue;
           const [o, r] = await Promise.all([
-            h.call<Check>("grammar.check", { gbnf: plan.grammar, inputs: oursIn }),
+            h.call<Check>("grammar.check", { gbnf: plan.grammar.gbnf, inputs: oursIn }),
             h.call<Check>("grammar.check", { gbnf: ref.result!.grammar!, inputs: refIn }),
           ]);
           compared++;

@@ -158,7 +158,7 @@ describe("Mistral Small 3.2 with eos </s>: the [ARGS] marker once", () => {
     expectCalls(plan, '[TOOL_CALLS]book_route[ARGS]{"amount": true}', [{ name: "book_route", arguments: { amount: true } }]);
     // reference mode keeps llama.cpp's grammar: `[ARGS]` twice
     const ref = applyChatTemplate(src, { messages: user, tools, bos_token: "<s>", eos_token: "</s>", reference_mode: true });
-    expect(ref.grammar).toMatch(/"book_route" "\[ARGS\]"\) \("\[CALL_ID\]"/);
+    expect(ref.grammar?.gbnf).toMatch(/"book_route" "\[ARGS\]"\) \("\[CALL_ID\]"/);
     expect(() => parseChatOutput(ref, '[TOOL_CALLS]book_route[CALL_ID]call00000[ARGS]{"amount": false}')).toThrow();
   });
 });
@@ -186,8 +186,8 @@ describe("Kimi K3: a parameter name that is a prefix of another, streamed", () =
   it("reference mode keeps the reference's grammar text", () => {
     const ours = applyChatTemplate(src, { messages: user, tools, parallel_tool_calls: true });
     const ref = applyChatTemplate(src, { messages: user, tools, parallel_tool_calls: true, reference_mode: true });
-    expect(ref.grammar).toMatch(/"<\|open\|>argument key=\\"" "ab" "\\""/);
-    expect(ours.grammar).toMatch(/"<\|open\|>argument key=\\"" \("ab" "\\""\)/);
+    expect(ref.grammar?.gbnf).toMatch(/"<\|open\|>argument key=\\"" "ab" "\\""/);
+    expect(ours.grammar?.gbnf).toMatch(/"<\|open\|>argument key=\\"" \("ab" "\\""\)/);
     // the one-shot parse was already right there
     expect(parseChatOutput(ref, out).tool_calls.map((c) => JSON.parse(c.function.arguments) as unknown)).toEqual(want.map((w) => w.arguments));
   });
@@ -195,7 +195,7 @@ describe("Kimi K3: a parameter name that is a prefix of another, streamed", () =
 
 /** The plan's lazy grammar (its trigger rules) takes `text` from where its trigger fires. */
 function lazyTakes(plan: ChatPlan, text: string): boolean {
-  const at = lazyStart(text, plan.grammarTriggers) as number;
+  const at = lazyStart(text, (plan.grammar?.triggers ?? [])) as number;
   if (at < 0) return false;
   const arena = plan.parser as unknown as { rules: Map<string, number>; nodes: { kind: string; trigger?: boolean }[]; parseFrom(id: number, input: Uint8Array, o: object): { type: string; end: number } };
   const input = encoder.encode(text.slice(at));
@@ -226,16 +226,16 @@ describe("lazy grammars: triggers as the sampler finds them, piece by piece", ()
     const src = source("meetkai-functionary-medium-v3.2.jinja");
     const plan = applyChatTemplate(src, { messages: user, tools, parallel_tool_calls: true });
     const ref = applyChatTemplate(src, { messages: user, tools, parallel_tool_calls: true, reference_mode: true });
-    expect(plan.grammarLazy).toBe(true);
+    expect(plan.grammar?.lazy).toBe(true);
     const first = 'get_weather\n{"city": "Paris"}';
-    expect(lazyStart(first, plan.grammarTriggers)).toBe(0);
+    expect(lazyStart(first, (plan.grammar?.triggers ?? []))).toBe(0);
     expect(lazyTakes(plan, first)).toBe(true);
     expect(lazyTakes(plan, `${first}>>>get.time\n{}`)).toBe(true);
-    expect(lazyStart(first, ref.grammarTriggers)).toBe(-1);
+    expect(lazyStart(first, (ref.grammar?.triggers ?? []))).toBe(-1);
     // content first still waits for `>>>`, and the name is escaped (`get.time`, not `get-time`)
-    expect(lazyStart("all\nHello", plan.grammarTriggers)).toBe(-1);
-    expect(lazyStart("get-time\n{}", plan.grammarTriggers)).toBe(-1);
-    expect(lazyStart('all\nHi>>>get_weather\n{"city": "x"}', plan.grammarTriggers)).toBe(6);
+    expect(lazyStart("all\nHello", (plan.grammar?.triggers ?? []))).toBe(-1);
+    expect(lazyStart("get-time\n{}", (plan.grammar?.triggers ?? []))).toBe(-1);
+    expect(lazyStart('all\nHi>>>get_weather\n{"city": "x"}', (plan.grammar?.triggers ?? []))).toBe(6);
     expect(parseChatOutput(plan, first).tool_calls[0]!.function.name).toBe("get_weather");
   });
 
@@ -243,13 +243,13 @@ describe("lazy grammars: triggers as the sampler finds them, piece by piece", ()
     const src = source("muse-glimmer.jinja");
     const plan = applyChatTemplate(src, { messages: user, tools });
     const ref = applyChatTemplate(src, { messages: user, tools, reference_mode: true });
-    expect(plan.grammarLazy).toBe(true);
+    expect(plan.grammar?.lazy).toBe(true);
     const call = ' to=get_weather<|message|><atem:function_calls>\n<atem:invoke name="get_weather">\n<atem:parameter name="city">Paris</atem:parameter>\n</atem:invoke>\n</atem:function_calls>';
-    expect(lazyStart(call, plan.grammarTriggers)).toBe(0);
+    expect(lazyStart(call, (plan.grammar?.triggers ?? []))).toBe(0);
     expect(lazyTakes(plan, call)).toBe(true);
-    expect(lazyStart(call, ref.grammarTriggers)).toBe(-1);
+    expect(lazyStart(call, (ref.grammar?.triggers ?? []))).toBe(-1);
     // reasoning or the answer first: no trigger at the start
-    expect(lazyStart(" to=self<|message|>thinking<|eom|>", plan.grammarTriggers)).toBe(-1);
-    expect(lazyStart(" to=user<|message|>Hi", plan.grammarTriggers)).toBe(-1);
+    expect(lazyStart(" to=self<|message|>thinking<|eom|>", (plan.grammar?.triggers ?? []))).toBe(-1);
+    expect(lazyStart(" to=user<|message|>Hi", (plan.grammar?.triggers ?? []))).toBe(-1);
   });
 });

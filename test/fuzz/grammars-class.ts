@@ -61,7 +61,7 @@ function plans(): string[] {
     for (const shape of [{ tools: conv.tools, tool_choice: "required" as const }, { json_schema: { type: "object", properties: { a: { type: "string" } }, required: ["a"] } }]) {
       try {
         const g = applyChatTemplate(fs.readFileSync(path.join(dir, f), "utf8"), { messages: conv.messages, ...shape }).grammar;
-        if (g !== "") out.add(g);
+        if (g !== null) out.add(g.gbnf);
       } catch {
         // a template that rejects the request
       }

@@ -81,15 +81,15 @@ function pieceText(tokens: number[]): string {
 describe("fast-forward", () => {
   it("a named tool call with a 6-property schema: admitted text, forced tokens marked and counted, streamed alike", async () => {
     const plan = namedToolPlan();
-    expect(plan.grammarLazy).toBe(false);
-    const grammar = { gbnf: plan.grammar, prefill: plan.grammarPrefill ?? "" };
+    expect(plan.grammar?.lazy).toBe(false);
+    const grammar = { gbnf: plan.grammar!.gbnf, prefill: plan.grammar!.prefill };
     // (the tiny model's vocabulary has no <tool_call> token: the plan's preserved tokens do not apply)
     const base = { temperature: 0, maxTokens: 400, grammar } as const;
     const on = await run(base);
     const off = await run({ ...base, fastForward: false });
     const prefill = grammar.prefill === "" ? [] : Array.from(model.tokenize(grammar.prefill, { addSpecial: false, parseSpecial: true }));
     for (const [name, r] of [["on", on], ["off", off]] as const) {
-      const check = await admitted(plan.grammar, r.tokens, prefill);
+      const check = await admitted(grammar.gbnf, r.tokens, prefill);
       expect(check.taken, `${name}: ${r.text.slice(0, 300)}`).toBe(r.tokens.length);
       if (r.stats.stopReason === "eog") expect(check.canEnd).toBe(true);
       // the streamed items are the result

@@ -28,8 +28,8 @@ const WEATHER = {
 function toolGrammar(): string {
   const template = readFileSync(join(import.meta.dirname, "..", "..", "vendor", "llama.cpp", "models", "templates", "Qwen-Qwen2.5-7B-Instruct.jinja"), "utf8");
   const plan = applyChatTemplate(template, { messages: [{ role: "user", content: "Weather?" }], tools: [WEATHER], tool_choice: "required" } as never);
-  expect(plan.grammar.length).toBeGreaterThan(0);
-  return plan.grammar;
+  expect(plan.grammar?.gbnf.length).toBeGreaterThan(0);
+  return plan.grammar!.gbnf;
 }
 
 beforeAll(async () => {

@@ -60,14 +60,15 @@ export function chatPlanGrammars(): CorpusGrammar[] {
       } catch {
         continue;
       }
-      if (!plan.grammar) continue;
-      const patterns = plan.grammarLazy ? triggerPatterns(plan.grammarTriggers) : undefined;
-      const key = `${plan.grammar}\u0000${plan.grammarLazy}\u0000${(patterns ?? []).join("\u0000")}`;
+      const g = plan.grammar;
+      if (g === null) continue;
+      const patterns = g.lazy ? triggerPatterns(g.triggers) : undefined;
+      const key = `${g.gbnf}\u0000${g.lazy}\u0000${(patterns ?? []).join("\u0000")}`;
       if (!seen.has(key)) {
         seen.set(key, {
           name: `${file.replace(/\.jinja$/, "")}/${c.name}`,
-          gbnf: plan.grammar,
-          ...(plan.grammarLazy ? { lazy: true, patterns } : {}),
+          gbnf: g.gbnf,
+          ...(g.lazy ? { lazy: true, patterns } : {}),
         });
       }
     }

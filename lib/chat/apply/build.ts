@@ -11,12 +11,13 @@
  * - per-tool schema degradation (schemas.ts): a schema the grammar cannot enforce loses the
  *   keywords it cannot, a schema that cannot be compiled becomes "any JSON object", with warnings;
  * - the generation prompt: parsed in front of the output, and what an eager grammar's sampler
- *   prefills (`grammarPrefill`), as llama.cpp's `common_sampler_init` does.
+ *   prefills (`grammar.prefill`), as llama.cpp's `common_sampler_init` does.
  */
 import { LlamapegError } from "../../errors.js";
 import { analyzeTemplate } from "../analysis/analyze.js";
 import type { FamilyPlan, PlanInput } from "../families/family.js";
 import { ChatPegBuilder } from "../grammar/builder.js";
+import type { SamplingGrammar } from "../plan.js";
 import { segmentsFromMarks } from "../prompt.js";
 import { templateFacts } from "../template-facts.js";
 import { toolFunctions, toolParameters, type ChatTool } from "../tools.js";
@@ -67,7 +68,7 @@ export function buildPlan(source: string, req: NormalizedApplyRequest): AppliedC
     prompt: rendered.prompt + promptSuffix,
     promptSegments: segmentsFromMarks(chat.inputMarks),
     // fresh arrays: a caller may change its plan, never the cached one
-    grammarTriggers: part.grammarTriggers.map((t) => ({ ...t })),
+    grammar: part.grammar === null ? null : { ...part.grammar, triggers: part.grammar.triggers.map((t) => ({ ...t })) },
     preservedTokens: [...part.preservedTokens],
     additionalStops: [...part.additionalStops],
     thinkingEndTags: [...part.thinkingEndTags],
@@ -121,8 +122,15 @@ function buildPart(source: string, req: NormalizedApplyRequest, tools: ChatTool[
   const schemas: unknown[] = toolFunctions(grammarTools ?? []).map(toolParameters);
   if (schema !== null && (schemaSide !== null || (plan.supportsResponseFormat ?? true))) schemas.push(schema);
   const generationPrompt = plan.generationPrompt ?? rendered.generationPrompt;
-  const grammar = grammarFrom === null ? req.grammar : treeGbnf(parser, { from: grammarFrom, schemas, schemaMode });
-  const required = req.toolChoice === "required" && useTools && schema === null && grammar !== "";
+  const gbnf = grammarFrom === null ? req.grammar : treeGbnf(parser, { from: grammarFrom, schemas, schemaMode });
+  const lazy = grammarFrom === "lazy";
+  const grammar: SamplingGrammar | null = gbnf === "" ? null : {
+    gbnf,
+    lazy,
+    triggers: schemaSide !== null ? [] : plan.triggers, // as the reference lists them, eager too (the targets read them only when lazy)
+    prefill: typeof grammarFrom === "number" ? generationPrompt : "",
+  };
+  const required = req.toolChoice === "required" && useTools && schema === null && grammar !== null;
   // a family may append template text (Gemma 4 opens the model's turn): the segments stay the render's
   const prompt = plan.prompt ?? rendered.prompt;
   if (!prompt.startsWith(rendered.prompt)) throw new LlamapegError("ERR_INTERNAL", "a family's prompt does not extend the rendered one: its message segments are unknown", { where: "applyChatTemplate" });
@@ -130,9 +138,6 @@ function buildPart(source: string, req: NormalizedApplyRequest, tools: ChatTool[
     promptSuffix: prompt.slice(rendered.prompt.length),
     format: plan.format,
     grammar,
-    grammarLazy: grammarFrom === "lazy",
-    grammarTriggers: schemaSide !== null ? [] : plan.triggers,
-    grammarPrefill: typeof grammarFrom === "number" ? generationPrompt : "",
     grammarRoot: typeof grammarFrom === "number" ? grammarFrom : -1,
     preservedTokens: plan.preservedTokens,
     additionalStops: plan.additionalStops,

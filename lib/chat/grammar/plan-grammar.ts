@@ -7,16 +7,10 @@
  */
 import type { PegArena } from "../../peg/arena.js";
 import type { SchemaWarning, UnsupportedMode } from "../../json-schema/index.js";
-import type { GrammarTrigger } from "../plan.js";
+import type { GrammarTrigger, SamplingGrammar } from "../plan.js";
 import { toolFunctions, toolParameters, type ChatTool } from "../tools.js";
 import type { ChatOutputFormat, ChatOutputRequest } from "./output-parser.js";
 
-export interface ChatGrammar {
-  /** GBNF; "" when generation is not constrained. */
-  grammar: string;
-  grammarLazy: boolean;
-  grammarTriggers: GrammarTrigger[];
-}
 
 export interface ChatGrammarOptions {
   /** Schema keywords the grammar cannot enforce: fail (default) or leave out with a warning. */
@@ -45,13 +39,12 @@ export function chatGrammarMode(format: ChatOutputFormat, req: ChatOutputRequest
   return { include, lazy, triggers };
 }
 
-/** The grammar, laziness and triggers for `arena` (built by `buildChatOutputParser(format, req)`). */
-export function buildChatGrammar(arena: PegArena, format: ChatOutputFormat, req: ChatOutputRequest, options: ChatGrammarOptions = {}): ChatGrammar {
+/** The grammar, laziness and triggers for `arena` (built by `buildChatOutputParser(format, req)`); null for none. No prefill: this path has no generation prompt. */
+export function buildChatGrammar(arena: PegArena, format: ChatOutputFormat, req: ChatOutputRequest, options: ChatGrammarOptions = {}): SamplingGrammar | null {
   const { include, lazy, triggers } = chatGrammarMode(format, req);
-  if (!include) return { grammar: "", grammarLazy: false, grammarTriggers: [] };
+  if (!include) return null;
   const schema = lazy ? null : (req.jsonSchema ?? null);
-  const grammar = toolsGbnf(arena, req.tools ?? [], schema !== null && Object.keys(schema).length > 0 ? schema : null, lazy, options);
-  return { grammar, grammarLazy: lazy, grammarTriggers: triggers };
+  return { gbnf: toolsGbnf(arena, req.tools ?? [], schema !== null && Object.keys(schema).length > 0 ? schema : null, lazy, options), lazy, triggers, prefill: "" };
 }
 
 /**

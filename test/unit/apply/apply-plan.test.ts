@@ -48,10 +48,10 @@ describe("applyChatTemplate: plan fields", () => {
     expect(plan.prompt).toBe("<|im_start|>system\nTools: get_weather <|im_end|>\n<|im_start|>user\nWeather in Paris?<|im_end|>\n<|im_start|>assistant\n");
     expect(plan.generationPrompt).toBe("<|im_start|>assistant\n");
     expect(plan.format).toBe("peg-native");
-    expect(plan.grammarLazy).toBe(true);
+    expect(plan.grammar?.lazy).toBe(true);
     // the analysis' per-call marker, as the template writes it
-    expect(plan.grammarTriggers).toEqual([{ type: "word", value: "<tool_call>\n" }]);
-    expect(plan.grammar).toContain("root ::=");
+    expect(plan.grammar?.triggers).toEqual([{ type: "word", value: "<tool_call>\n" }]);
+    expect(plan.grammar?.gbnf).toContain("root ::=");
     expect(plan.thinkingStartTag).toBe("<think>");
     expect(plan.thinkingEndTags).toEqual(["</think>"]);
     expect(plan.preservedTokens).toEqual(expect.arrayContaining(["<tool_call>", "</tool_call>", "<think>", "</think>"]));
@@ -61,7 +61,7 @@ describe("applyChatTemplate: plan fields", () => {
     for (const tool_choice of ["auto", "required"] as const) {
       const plan = applyChatTemplate(TOOLS_THINK, { ...base, tools: [WEATHER], tool_choice, calls_only: false });
       const refs = toolFunctions([WEATHER]).map(toolParameters);
-      expect(plan.grammar).toBe(plan.parser.toGbnf({ lazy: plan.grammarLazy, resolveRefs: refs, schemaMode: "default" }));
+      expect(plan.grammar?.gbnf).toBe(plan.parser.toGbnf({ lazy: plan.grammar?.lazy, resolveRefs: refs, schemaMode: "default" }));
     }
   });
 
@@ -75,16 +75,16 @@ describe("applyChatTemplate: plan fields", () => {
     ];
     for (const plan of plans) {
       expect(plan.grammarRoot).toBeGreaterThanOrEqual(0);
-      expect(plan.grammar).toBe(treeGrammar(plan, refs, "default"));
-      expect(plan.grammarPrefill).toBe(plan.generationPrompt);
+      expect(plan.grammar?.gbnf).toBe(treeGrammar(plan, refs, "default"));
+      expect(plan.grammar?.prefill).toBe(plan.generationPrompt);
     }
   });
 
   it("tool_choice required: the grammar applies from the start, no triggers", () => {
     const plan = applyChatTemplate(TOOLS_THINK, { ...base, tools: [WEATHER], tool_choice: "required" });
-    expect(plan.grammarLazy).toBe(false);
-    expect(plan.grammarTriggers).toEqual([]);
-    expect(plan.grammar).not.toBe("");
+    expect(plan.grammar?.lazy).toBe(false);
+    expect(plan.grammar?.triggers).toEqual([]);
+    expect(plan.grammar?.gbnf).not.toBe("");
     // a call is required: plain text does not parse
     expect(() => parseChatOutput(plan, "Just text.")).toThrow(LlamapegError);
     expect(parseChatOutput(plan, CALL).tool_calls.map((c) => c.function.name)).toEqual(["get_weather"]);
@@ -112,8 +112,7 @@ describe("applyChatTemplate: plan fields", () => {
 
   it("tool_choice none: no grammar, the output is content (and reasoning)", () => {
     const plan = applyChatTemplate(TOOLS_THINK, { ...base, tools: [WEATHER], tool_choice: "none" });
-    expect(plan.grammar).toBe("");
-    expect(plan.grammarLazy).toBe(false);
+    expect(plan.grammar).toBeNull();
     const msg = parseChatOutput(plan, "<think>hmm</think>Sunny.");
     expect(msg.reasoning_content).toBe("hmm");
     expect(msg.content).toBe("Sunny.");
@@ -128,9 +127,9 @@ describe("applyChatTemplate: plan fields", () => {
       tool_choice: "auto",
       response_format: { type: "json_schema", json_schema: { schema } },
     });
-    expect(plan.grammarLazy).toBe(false);
-    expect(plan.grammarTriggers).toEqual([]);
-    expect(plan.grammar).toContain("temp");
+    expect(plan.grammar?.lazy).toBe(false);
+    expect(plan.grammar?.triggers).toEqual([]);
+    expect(plan.grammar?.gbnf).toContain("temp");
     expect(parseChatOutput(plan, '{"temp": 21}').content).toBe('{"temp": 21}');
     expect(parseChatOutput(plan, CALL).tool_calls.map((c) => c.function.name)).toEqual(["get_weather"]);
     // without tools the schema alone applies
@@ -147,8 +146,8 @@ describe("applyChatTemplate: plan fields", () => {
 
   it("a user grammar without tools is the plan's grammar", () => {
     const plan = applyChatTemplate(PLAIN, { ...base, grammar: 'root ::= "yes" | "no"' });
-    expect(plan.grammar).toBe('root ::= "yes" | "no"');
-    expect(plan.grammarLazy).toBe(false);
+    expect(plan.grammar?.gbnf).toBe('root ::= "yes" | "no"');
+    expect(plan.grammar?.lazy).toBe(false);
   });
 
   it("analysis overrides change the generated parser and triggers", () => {
@@ -157,7 +156,7 @@ describe("applyChatTemplate: plan fields", () => {
       tools: [WEATHER],
       analysis_overrides: { tools: { format: { perCallStart: "<call>", perCallEnd: "</call>" } } },
     });
-    expect(plan.grammarTriggers).toEqual([{ type: "word", value: "<call>" }]);
+    expect(plan.grammar?.triggers).toEqual([{ type: "word", value: "<call>" }]);
     const msg = parseChatOutput(plan, '<call>\n{"name": "get_weather", "arguments": {"city": "Rome"}}\n</call>');
     expect(JSON.parse(msg.tool_calls[0]!.function.arguments)).toEqual({ city: "Rome" });
   });
@@ -187,7 +186,7 @@ describe("applyChatTemplate: errors", () => {
     expect(e.code).toBe("ERR_INVALID_REQUEST");
     expect(e.where).toBe("grammar");
     // with tool_choice none the grammar is allowed
-    expect(applyChatTemplate(TOOLS_THINK, { ...base, tools: [WEATHER], tool_choice: "none", grammar: 'root ::= "x"' }).grammar).toBe('root ::= "x"');
+    expect(applyChatTemplate(TOOLS_THINK, { ...base, tools: [WEATHER], tool_choice: "none", grammar: 'root ::= "x"' }).grammar?.gbnf).toBe('root ::= "x"');
   });
 
   it("a grammar together with a JSON schema is an invalid request", () => {
@@ -225,8 +224,7 @@ describe("applyChatTemplate: errors", () => {
 
   it("tools for a template that cannot render tool calls: a content-only plan", () => {
     const plan = applyChatTemplate(PLAIN, { ...base, tools: [WEATHER], tool_choice: "auto" });
-    expect(plan.grammar).toBe("");
-    expect(plan.grammarTriggers).toEqual([]);
+    expect(plan.grammar).toBeNull();
     expect(parseChatOutput(plan, CALL)).toMatchObject({ content: CALL, tool_calls: [] });
   });
 
@@ -238,8 +236,8 @@ describe("applyChatTemplate: errors", () => {
 describe("applyChatTemplate: specialized formats", () => {
   it("a template with Kimi K2's markers gets the Kimi K2 handler (ids from the model, trigger on the call marker)", () => {
     const plan = applyChatTemplate(tpl("kimi-k2-like.jinja"), { ...base, tools: [WEATHER], tool_choice: "auto" });
-    expect(plan.grammarLazy).toBe(true);
-    expect(plan.grammarTriggers).toEqual([{ type: "word", value: "<|tool_call_begin|>" }]);
+    expect(plan.grammar?.lazy).toBe(true);
+    expect(plan.grammar?.triggers).toEqual([{ type: "word", value: "<|tool_call_begin|>" }]);
     expect(plan.preservedTokens).toContain("<|tool_calls_section_begin|>");
     const out =
       '<think>Weather.</think>Sure.<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>{"city": "Paris"}<|tool_call_end|><|tool_calls_section_end|>';
@@ -255,7 +253,7 @@ describe("applyChatTemplate: specialized formats", () => {
       tools: [WEATHER],
       analysis_overrides: { tools: { format: { mode: "json_native", sectionStart: "<calls>", sectionEnd: "</calls>", perCallStart: "", perCallEnd: "" } } },
     });
-    expect(plan.grammarTriggers).toEqual([{ type: "word", value: "<calls>" }]);
+    expect(plan.grammar?.triggers).toEqual([{ type: "word", value: "<calls>" }]);
   });
 });
 
@@ -267,7 +265,7 @@ describe("applyChatTemplate: a call id written before the name (Solar Open)", ()
   it("the grammar leaves the id to the model and the parse reports it, whole and streamed", () => {
     const plan = applyChatTemplate(SOLAR, { ...base, tools: [WEATHER], tool_choice: "auto", parallel_tool_calls: true });
     // The id is free text up to the name marker (the reference forces the literal call00001).
-    expect(plan.grammar).not.toContain("call00001");
+    expect(plan.grammar?.gbnf).not.toContain("call00001");
     expect(plan.preservedTokens).toContain("<|tool_call:name|>");
     const whole = parseChatOutput(plan, output);
     expect(whole.tool_calls.map((c) => [c.id, c.function.name, JSON.parse(c.function.arguments)])).toEqual([
@@ -313,8 +311,8 @@ describe("applyChatTemplate: Functionary v3.2 recipients after the first", () =>
     const b = parseChatOutput(plan, `get_weather\n${args("Paris")}>>>get_weather\n${args("Rome")}`);
     expect(b.tool_calls.map((c) => JSON.parse(c.function.arguments).city)).toEqual(["Paris", "Rome"]);
     // The lazy grammar wakes on ">>>" not followed by "all" and starts there: its rule starts with ">>>".
-    expect(plan.grammarLazy).toBe(true);
-    expect(plan.grammar).toMatch(/tools-after-content ::= ">>>"/);
+    expect(plan.grammar?.lazy).toBe(true);
+    expect(plan.grammar?.gbnf).toMatch(/tools-after-content ::= ">>>"/);
   });
 });
 
@@ -325,16 +323,16 @@ describe("parallel_tool_calls on a block-per-call JSON format (Qwen 2.5's <tool_
 
   it("false (the default): the grammar and the parser take one call; true: several", () => {
     const one = applyChatTemplate(qwen, request({}));
-    expect(one.grammar).toMatch(/^tool-calls ::= tool-call space$/m);
+    expect(one.grammar?.gbnf).toMatch(/^tool-calls ::= tool-call space$/m);
     expect(parseChatOutput(one, CALL).tool_calls).toHaveLength(1);
     expect(() => parseChatOutput(one, two)).toThrow(LlamapegError);
     const many = applyChatTemplate(qwen, request({ parallel_tool_calls: true }));
-    expect(many.grammar).toMatch(/^tool-calls ::= \(tool-call space\)\+$/m);
+    expect(many.grammar?.gbnf).toMatch(/^tool-calls ::= \(tool-call space\)\+$/m);
     expect(parseChatOutput(many, two).tool_calls).toHaveLength(2);
   });
 
   it("reference mode keeps llama.cpp's grammar: the block repeats whatever the flag says", () => {
     const ref = applyChatTemplate(qwen, request({ reference_mode: true }));
-    expect(ref.grammar).toMatch(/^tool-calls ::= \(tool-call space\)\+$/m);
+    expect(ref.grammar?.gbnf).toMatch(/^tool-calls ::= \(tool-call space\)\+$/m);
   });
 });

@@ -102,22 +102,22 @@ describe("buildChatGrammar", () => {
 
   it("tool_choice auto: a lazy grammar triggered by the call marker", () => {
     const g = grammarFor({ tools: TOOLS });
-    expect([g.grammarLazy, g.grammarTriggers]).toEqual([true, [{ type: "word", value: "<tool_call>" }]]);
-    expect(g.grammar).toMatch(/^root ::= /m);
-    expect(g.grammar).toContain("get_current_weather");
+    expect([g?.lazy, g?.triggers]).toEqual([true, [{ type: "word", value: "<tool_call>" }]]);
+    expect(g?.gbnf).toMatch(/^root ::= /m);
+    expect(g?.gbnf).toContain("get_current_weather");
   });
 
   it("tool_choice required: applied from the start; none: no grammar", () => {
     const required = grammarFor({ tools: TOOLS, toolChoice: "required" });
-    expect([required.grammarLazy, required.grammarTriggers, required.grammar !== ""]).toEqual([false, [], true]);
-    expect(grammarFor({ tools: TOOLS, toolChoice: "none" })).toEqual({ grammar: "", grammarLazy: false, grammarTriggers: [] });
-    expect(grammarFor({ tools: [] }).grammar).toBe("");
+    expect([required?.lazy, required?.triggers, required?.gbnf !== ""]).toEqual([false, [], true]);
+    expect(grammarFor({ tools: TOOLS, toolChoice: "none" })).toBeNull();
+    expect(grammarFor({ tools: [] })).toBeNull();
   });
 
   it("a response format constrains from the start", () => {
     const g = grammarFor({ jsonSchema: { type: "object", properties: { a: { type: "integer" } }, required: ["a"] } });
-    expect(g.grammarLazy).toBe(false);
-    expect(g.grammar).toContain('response-format-schema-a-kv ::= "\\"a\\"" space ":" space integer');
+    expect(g?.lazy).toBe(false);
+    expect(g?.gbnf).toContain('response-format-schema-a-kv ::= "\\"a\\"" space ":" space integer');
   });
 });
 
