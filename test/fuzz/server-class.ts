@@ -5,9 +5,9 @@
 // waited. Bodies are built before the monitor starts, so the client's own work is not counted.
 import { monitorEventLoopDelay } from "node:perf_hooks";
 
-import { loadModel, type Model } from "../../lib/llama/index.js";
+import type { Model } from "../../lib/llama/index.js";
 import { startServer, type LlamapegServer } from "../../lib/server/index.js";
-import { ensureTestModel } from "../../lib/test-model/index.js";
+import { loadTestModel } from "../support/models.js";
 import { raw, type RawResponse } from "../model/server-helpers.js";
 import type { FuzzClass } from "./classes.js";
 
@@ -75,7 +75,7 @@ let servers: { plain: LlamapegServer; keyed: LlamapegServer; templates: Llamapeg
 
 async function serversFor(): Promise<NonNullable<typeof servers>> {
   if (servers === undefined) {
-    const model = await loadModel(await ensureTestModel("tiny"));
+    const model = await loadTestModel();
     const ctx = () => model.createContext({ contextSize: 2048, threads: 1 });
     const bodyLimit = 32 * 1024 * 1024;
     servers = {

@@ -6,8 +6,8 @@ import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { loadModel, type Model } from "../../lib/llama/index.js";
-import { ensureTestModel } from "../../lib/test-model/index.js";
 import { ensureLlamaTools } from "../../scripts/llama-tools.mjs";
+import { testModelPath } from "../support/models.js";
 
 const run = promisify(execFile);
 const texts = ["hello world", "the cat sat on the mat", "<|im_start|>user\nembed me<|im_end|>", "x"];
@@ -19,8 +19,8 @@ let reranker: Model;
 
 beforeAll(async () => {
   binary = (await ensureLlamaTools()).llamaEmbedding;
-  qwenPath = await ensureTestModel("tiny");
-  rerankerPath = await ensureTestModel("tiny", { overrides: { architecture: "qwen3", reranker: true } });
+  qwenPath = await testModelPath();
+  rerankerPath = await testModelPath("reranker");
   qwen = await loadModel(qwenPath);
   reranker = await loadModel(rerankerPath);
 });

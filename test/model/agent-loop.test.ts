@@ -6,16 +6,12 @@
 // same greedy output as a cold run of every turn.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
-import { loadModel, type Context, type ContextOptions, type Model } from "../../lib/llama/index.js";
+import type { Context, ContextOptions, Model } from "../../lib/llama/index.js";
 import { createChatCompletion, type ChatCompletion, type ChatCompletionRequest } from "../../lib/openai/index.js";
-import { ensureTestModel, type TestModelOptions } from "../../lib/test-model/index.js";
+import { loadTestModel, type TestModelVariant } from "../support/models.js";
 
-type Kind = "qwen2" | "lfm2" | "gemma3";
-const OVERRIDES: Record<Kind, Partial<TestModelOptions>> = {
-  qwen2: {},
-  lfm2: { architecture: "lfm2" },
-  gemma3: { architecture: "gemma3", slidingWindow: 32 },
-};
+const KINDS = ["qwen2", "lfm2", "gemma3"] as const satisfies readonly TestModelVariant[];
+type Kind = (typeof KINDS)[number];
 // A small batch keeps gemma3's SWA cache (window + batch, padded to 256 cells) smaller than the
 // conversation, so its cells really wrap.
 const CONTEXT: ContextOptions = { contextSize: 2048, batchSize: 64, threads: 1, swaFull: false };
@@ -23,9 +19,7 @@ const CONTEXT: ContextOptions = { contextSize: 2048, batchSize: 64, threads: 1, 
 const models = new Map<Kind, Model>();
 
 beforeAll(async () => {
-  for (const kind of Object.keys(OVERRIDES) as Kind[]) {
-    models.set(kind, await loadModel(await ensureTestModel("tiny", { overrides: OVERRIDES[kind] })));
-  }
+  for (const kind of KINDS) models.set(kind, await loadTestModel(kind));
 });
 
 afterAll(() => {

@@ -5,8 +5,8 @@ import { embed, embedMany, rerank } from "ai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { createLlamapeg } from "../../lib/ai-sdk/index.js";
-import { loadModel, type Context, type EmbeddingContext, type Model } from "../../lib/llama/index.js";
-import { ensureTestModel } from "../../lib/test-model/index.js";
+import type { Context, EmbeddingContext, Model } from "../../lib/llama/index.js";
+import { loadTestModel } from "../support/models.js";
 
 let model: Model;
 let reranker: Model;
@@ -15,8 +15,8 @@ let embedder: EmbeddingContext;
 let ranker: EmbeddingContext;
 
 beforeAll(async () => {
-  model = await loadModel(await ensureTestModel("tiny"));
-  reranker = await loadModel(await ensureTestModel("tiny", { overrides: { architecture: "qwen3", reranker: true } }));
+  model = await loadTestModel();
+  reranker = await loadTestModel("reranker");
   context = model.createContext({ contextSize: 256, threads: 1 });
   embedder = model.createEmbeddingContext({ threads: 1 });
   ranker = reranker.createEmbeddingContext({ threads: 1 });

@@ -8,16 +8,16 @@ import { generateText, jsonSchema, Output, stepCountIs, streamText, tool } from 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { createLlamapeg } from "../../lib/ai-sdk/index.js";
-import { loadModel, type Context, type Model } from "../../lib/llama/index.js";
+import type { Context, Model } from "../../lib/llama/index.js";
 import { packageRoot } from "../../lib/native/binding.js";
 import { validateJson } from "../../lib/openai/index.js";
-import { ensureTestModel } from "../../lib/test-model/index.js";
+import { loadTestModel } from "../support/models.js";
 
 let model: Model;
 let context: Context;
 
 beforeAll(async () => {
-  model = await loadModel(await ensureTestModel("tiny"));
+  model = await loadTestModel();
   context = model.createContext({ contextSize: 4096, threads: 2 });
 });
 afterAll(() => model?.dispose());

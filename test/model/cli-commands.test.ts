@@ -9,10 +9,10 @@ import { analyzeCommand } from "../../lib/cli/analyze.js";
 import { benchCommand } from "../../lib/cli/bench.js";
 import { chatCommand, chatContextOptions } from "../../lib/cli/chat.js";
 import { UsageError } from "../../lib/cli/usage-error.js";
-import { loadModel } from "../../lib/llama/index.js";
 import { createChatCompletion, replayCompletion, validateJson, type ChatCompletion, type CompletionRecord } from "../../lib/openai/index.js";
 import { DEMO_TOOLS } from "../../lib/cli/demo-tools.js";
 import { ensureTestModel } from "../../lib/test-model/index.js";
+import { loadTestModel } from "../support/models.js";
 
 async function capture(run: () => Promise<void>): Promise<string> {
   let out = "";
@@ -100,7 +100,7 @@ describe("the chat's context", () => {
   it("interactive: context shift on, so a reply goes on past a full context; one-shot: off", async () => {
     expect(chatContextOptions(256, 2, true)).toEqual({ contextSize: 256, contextShift: true, threads: 2 });
     expect(chatContextOptions(256, undefined, false)).toEqual({ contextSize: 256 });
-    const model = await loadModel(await ensureTestModel("tiny"));
+    const model = await loadTestModel();
     try {
       const request = { messages: [{ role: "user", content: "Tell me a long story" }], temperature: 0, max_tokens: 400 };
       const shifting = await createChatCompletion(model.createContext(chatContextOptions(256, 2, true)), request);

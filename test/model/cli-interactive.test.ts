@@ -7,14 +7,14 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 
 import { interactiveChat } from "../../lib/cli/chat-interactive.js";
 import { DEMO_TOOLS } from "../../lib/cli/demo-tools.js";
-import { loadModel, type Context, type Model } from "../../lib/llama/index.js";
-import { ensureTestModel } from "../../lib/test-model/index.js";
+import type { Context, Model } from "../../lib/llama/index.js";
+import { loadTestModel } from "../support/models.js";
 
 let model: Model;
 let context: Context;
 
 beforeAll(async () => {
-  model = await loadModel(await ensureTestModel("tiny"));
+  model = await loadTestModel();
   context = model.createContext({ contextSize: 4096, threads: 2 });
 });
 afterAll(() => model?.dispose());

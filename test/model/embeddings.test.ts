@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { loadModel, type Model } from "../../lib/llama/index.js";
-import { ensureTestModel } from "../../lib/test-model/index.js";
+import { loadTestModel } from "../support/models.js";
 import { codeOf } from "./helpers.js";
 
 let qwen: Model;
@@ -13,8 +13,8 @@ let reranker: Model;
 const texts = ["alpha beta", "the quick brown fox jumps", "x", "a somewhat longer text with more words in it", "delta"];
 
 beforeAll(async () => {
-  qwen = await loadModel(await ensureTestModel("tiny"));
-  reranker = await loadModel(await ensureTestModel("tiny", { overrides: { architecture: "qwen3", reranker: true } }));
+  qwen = await loadTestModel();
+  reranker = await loadTestModel("reranker");
 });
 
 afterAll(() => {

@@ -3,7 +3,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 
 import { loadModel, type Context, type Model } from "../../lib/llama/index.js";
-import { ensureTestModel } from "../../lib/test-model/index.js";
+import { loadTestModel } from "../support/models.js";
 import { codeOf, collect, concatPieces, text } from "./helpers.js";
 
 let model: Model;
@@ -11,7 +11,7 @@ let context: Context;
 let prompt: Int32Array;
 
 beforeAll(async () => {
-  model = await loadModel(await ensureTestModel("tiny"));
+  model = await loadTestModel();
   context = model.createContext({ contextSize: 512, threads: 2 });
   prompt = model.tokenize("<|im_start|>user\nHello there<|im_end|>\n<|im_start|>assistant\n", { parseSpecial: true });
 });

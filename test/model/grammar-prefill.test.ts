@@ -2,8 +2,8 @@
 // the generation prompt), so a plan's grammar can start at the whole output, as the reference's does.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
-import { loadModel, type Context, type Model } from "../../lib/llama/index.js";
-import { ensureTestModel } from "../../lib/test-model/index.js";
+import type { Context, Model } from "../../lib/llama/index.js";
+import { loadTestModel } from "../support/models.js";
 import { codeOf } from "./helpers.js";
 
 let model: Model;
@@ -12,7 +12,7 @@ let prompt: Int32Array;
 const GEN = "<|im_start|>assistant\n";
 
 beforeAll(async () => {
-  model = await loadModel(await ensureTestModel("tiny"));
+  model = await loadTestModel();
   context = model.createContext({ contextSize: 512, threads: 2 });
   prompt = model.tokenize(`<|im_start|>user\nAnswer<|im_end|>\n${GEN}`, { parseSpecial: true });
 });

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 
 import { loadModel, setLogger, type Context, type Model } from "../../lib/llama/index.js";
-import { ensureTestModel } from "../../lib/test-model/index.js";
+import { loadTestModel } from "../support/models.js";
 import { codeOf } from "./helpers.js";
 
 let model: Model;
@@ -14,7 +14,7 @@ let prompt: Int32Array;
 const smallJson = readFileSync(join(import.meta.dirname, "fixtures", "small-json.gbnf"), "utf8");
 
 beforeAll(async () => {
-  model = await loadModel(await ensureTestModel("tiny"));
+  model = await loadTestModel();
   context = model.createContext({ contextSize: 512, threads: 2 });
   prompt = model.tokenize("<|im_start|>user\nAnswer<|im_end|>\n<|im_start|>assistant\n", { parseSpecial: true });
 });

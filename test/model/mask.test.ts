@@ -6,8 +6,8 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { applyChatTemplate } from "../../lib/chat/apply/index.js";
-import { loadModel, type Context, type Model } from "../../lib/llama/index.js";
-import { ensureTestModel } from "../../lib/test-model/index.js";
+import type { Context, Model } from "../../lib/llama/index.js";
+import { loadTestModel } from "../support/models.js";
 import { FULL } from "../support/full.js";
 
 let model: Model;
@@ -33,7 +33,7 @@ function toolGrammar(): string {
 }
 
 beforeAll(async () => {
-  model = await loadModel(await ensureTestModel("tiny"));
+  model = await loadTestModel();
   context = model.createContext({ contextSize: 512, threads: 2 });
   prompt = model.tokenize("<|im_start|>user\nAnswer<|im_end|>\n<|im_start|>assistant\n", { parseSpecial: true });
 });

@@ -1,14 +1,14 @@
 // Model facts: GGUF metadata (all keys, typed), chat template, vocabulary facts, token pieces.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
-import { loadModel, type Model } from "../../lib/llama/index.js";
-import { ensureTestModel } from "../../lib/test-model/index.js";
+import type { Model } from "../../lib/llama/index.js";
+import { loadTestModel } from "../support/models.js";
 
 let model: Model;
 const progress: number[] = [];
 
 beforeAll(async () => {
-  model = await loadModel(await ensureTestModel("tiny"), { onProgress: (p) => progress.push(p) });
+  model = await loadTestModel("qwen2", { onProgress: (p) => progress.push(p) });
 });
 
 afterAll(() => {

@@ -2,16 +2,16 @@
 // so every output that is a valid tool call or schema-valid JSON shows the grammar at work.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
-import { loadModel, type Context, type Model } from "../../lib/llama/index.js";
+import type { Context, Model } from "../../lib/llama/index.js";
 import { createChatCompletion, replayCompletion, toOpenAIError, validateJson, type ChatCompletion, type ChatCompletionChunk, type ChatCompletionRequest, type CompletionRecord } from "../../lib/openai/index.js";
-import { ensureTestModel } from "../../lib/test-model/index.js";
+import { loadTestModel } from "../support/models.js";
 import { assembleChunks } from "../unit/openai/openai-assemble-chunks.js";
 
 let model: Model;
 let context: Context;
 
 beforeAll(async () => {
-  model = await loadModel(await ensureTestModel("tiny"));
+  model = await loadTestModel();
   context = model.createContext({ contextSize: 2048, threads: 2 });
 });
 

@@ -3,16 +3,16 @@
 // runs one choice per sequence.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
-import { loadModel, type Context, type Model } from "../../lib/llama/index.js";
+import type { Context, Model } from "../../lib/llama/index.js";
 import { createChatCompletion, type ChatCompletion, type ChatCompletionChunk, type ChatCompletionRequest, type CompletionRecord } from "../../lib/openai/index.js";
-import { ensureTestModel } from "../../lib/test-model/index.js";
+import { loadTestModel } from "../support/models.js";
 import { codeOf } from "./helpers.js";
 
 let model: Model;
 let context: Context;
 
 beforeAll(async () => {
-  model = await loadModel(await ensureTestModel("tiny"));
+  model = await loadTestModel();
   context = model.createContext({ contextSize: 2048, threads: 2 });
 });
 

@@ -6,9 +6,9 @@ import type { AddressInfo } from "node:net";
 import OpenAI from "openai";
 import { afterAll, beforeAll, expect, it } from "vitest";
 
-import { loadModel, type Context, type Model } from "../../lib/llama/index.js";
+import type { Context, Model } from "../../lib/llama/index.js";
 import { createChatCompletion, toOpenAIError, writeSSE, type ChatCompletionRequest } from "../../lib/openai/index.js";
-import { ensureTestModel } from "../../lib/test-model/index.js";
+import { loadTestModel } from "../support/models.js";
 
 let model: Model;
 let context: Context;
@@ -16,7 +16,7 @@ let server: Server;
 let baseURL: string;
 
 beforeAll(async () => {
-  model = await loadModel(await ensureTestModel("tiny"));
+  model = await loadTestModel();
   context = model.createContext({ contextSize: 2048, threads: 2 });
   server = createServer((req, res) => {
     let body = "";

@@ -9,11 +9,11 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 
-import { loadModel, type Context, type GeneratedToken, type Model } from "../../lib/llama/index.js";
+import type { Context, GeneratedToken, Model } from "../../lib/llama/index.js";
 import { packageRoot } from "../../lib/native/binding.js";
 import { createChatCompletion, type ChatCompletion, type ChatCompletionChunk, type ChatCompletionRequest } from "../../lib/openai/index.js";
 import type { CompletionRecord } from "../../lib/openai/record.js";
-import { ensureTestModel } from "../../lib/test-model/index.js";
+import { loadTestModel } from "../support/models.js";
 import { codeOf, collect, text } from "./helpers.js";
 
 let model: Model;
@@ -24,7 +24,7 @@ let plainPrompt: Int32Array;
 const think = { start: "<think>", end: ["</think>"] };
 
 beforeAll(async () => {
-  model = await loadModel(await ensureTestModel("tiny"));
+  model = await loadTestModel();
   context = model.createContext({ contextSize: 1024, threads: 2 });
   openPrompt = model.tokenize("<|im_start|>user\nThink first.<|im_end|>\n<|im_start|>assistant\n<think>\n", { parseSpecial: true });
   plainPrompt = model.tokenize("<|im_start|>user\nHello<|im_end|>\n<|im_start|>assistant\n", { parseSpecial: true });

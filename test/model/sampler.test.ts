@@ -2,8 +2,8 @@
 // presence penalties, per-token log probabilities from the sampler's candidates.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
-import { loadModel, type Context, type Model } from "../../lib/llama/index.js";
-import { ensureTestModel } from "../../lib/test-model/index.js";
+import type { Context, Model } from "../../lib/llama/index.js";
+import { loadTestModel } from "../support/models.js";
 import { collect } from "./helpers.js";
 
 let model: Model;
@@ -11,7 +11,7 @@ let context: Context;
 let prompt: Int32Array;
 
 beforeAll(async () => {
-  model = await loadModel(await ensureTestModel("tiny"));
+  model = await loadTestModel();
   context = model.createContext({ contextSize: 512, threads: 2 });
   prompt = model.tokenize("<|im_start|>user\nAnswer<|im_end|>\n<|im_start|>assistant\n", { parseSpecial: true });
 });

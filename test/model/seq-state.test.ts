@@ -6,25 +6,19 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
-import { loadModel, type ContextOptions, type Model } from "../../lib/llama/index.js";
-import { ensureTestModel, type TestModelOptions } from "../../lib/test-model/index.js";
+import type { ContextOptions, Model } from "../../lib/llama/index.js";
+import { loadTestModel, type TestModelVariant } from "../support/models.js";
 import { codeOf } from "./helpers.js";
 
-type Kind = "qwen2" | "lfm2" | "gemma3";
-const OVERRIDES: Record<Kind, Partial<TestModelOptions>> = {
-  qwen2: {},
-  lfm2: { architecture: "lfm2" },
-  gemma3: { architecture: "gemma3", slidingWindow: 32 },
-};
+const KINDS = ["qwen2", "lfm2", "gemma3"] as const satisfies readonly TestModelVariant[];
+type Kind = (typeof KINDS)[number];
 const CONTEXT: ContextOptions = { contextSize: 1024, batchSize: 64, threads: 1, swaFull: false };
 const models = new Map<Kind, Model>();
 let dir: string;
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "llamapeg-state-"));
-  for (const kind of Object.keys(OVERRIDES) as Kind[]) {
-    models.set(kind, await loadModel(await ensureTestModel("tiny", { overrides: OVERRIDES[kind] })));
-  }
+  for (const kind of KINDS) models.set(kind, await loadTestModel(kind));
 });
 
 afterAll(() => {
@@ -40,7 +34,7 @@ function concat(...parts: ArrayLike<number>[]): Int32Array {
 }
 
 describe("save -> dispose -> load -> continue", () => {
-  for (const kind of Object.keys(OVERRIDES) as Kind[]) {
+  for (const kind of KINDS) {
     it(`${kind}: the same tokens as never stopping, with the saved prefix reused`, async () => {
       const model = models.get(kind)!;
       const p1 = model.tokenize(words(300, 2)); // past gemma3's 256 SWA cells

@@ -3,14 +3,14 @@
 // finish_reason "length".
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
-import { loadModel, type Model } from "../../lib/llama/index.js";
+import type { Model } from "../../lib/llama/index.js";
 import { createChatCompletion, validateJson } from "../../lib/openai/index.js";
-import { ensureTestModel } from "../../lib/test-model/index.js";
+import { loadTestModel } from "../support/models.js";
 
 let model: Model;
 
 beforeAll(async () => {
-  model = await loadModel(await ensureTestModel("tiny"));
+  model = await loadTestModel();
 });
 
 afterAll(() => model?.dispose());

@@ -5,8 +5,8 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
-import { loadModel, type Context, type GenerationResult, type Model, type Sequence } from "../../lib/llama/index.js";
-import { ensureTestModel } from "../../lib/test-model/index.js";
+import type { Context, GenerationResult, Model, Sequence } from "../../lib/llama/index.js";
+import { loadTestModel } from "../support/models.js";
 import { codeOf } from "./helpers.js";
 
 let model: Model;
@@ -18,7 +18,7 @@ const smallJson = readFileSync(join(import.meta.dirname, "fixtures", "small-json
 const endless = { gbnf: "root ::= [a-z ] root" };
 
 beforeAll(async () => {
-  model = await loadModel(await ensureTestModel("tiny"));
+  model = await loadTestModel();
   prompts = texts.map((t) => model.tokenize(t));
 });
 

@@ -5,9 +5,9 @@
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
-import { loadModel, type EmbeddingContext, type Model } from "../../lib/llama/index.js";
+import type { EmbeddingContext, Model } from "../../lib/llama/index.js";
 import { startServer, type LlamapegServer } from "../../lib/server/index.js";
-import { ensureTestModel } from "../../lib/test-model/index.js";
+import { loadTestModel } from "../support/models.js";
 import { raw } from "./server-helpers.js";
 
 const KEY = "sk-embeddings";
@@ -24,8 +24,8 @@ const post = async (s: LlamapegServer, path: string, body: unknown, h: Record<st
   raw(`${s.url}${path}`, { method: "POST", headers: h, body: JSON.stringify(body) });
 
 beforeAll(async () => {
-  model = await loadModel(await ensureTestModel("tiny"));
-  reranker = await loadModel(await ensureTestModel("tiny", { overrides: { architecture: "qwen3", reranker: true } }));
+  model = await loadTestModel();
+  reranker = await loadTestModel("reranker");
   embedder = model.createEmbeddingContext({ threads: 1 });
   ranker = reranker.createEmbeddingContext({ threads: 1 });
   const slot = model.createContext({ contextSize: 512, threads: 1 });

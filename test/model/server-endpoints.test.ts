@@ -3,9 +3,9 @@
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
-import { loadModel, type Context, type Model, type Sequence } from "../../lib/llama/index.js";
+import type { Context, Model, Sequence } from "../../lib/llama/index.js";
 import { startServer, type LlamapegServer } from "../../lib/server/index.js";
-import { ensureTestModel } from "../../lib/test-model/index.js";
+import { loadTestModel } from "../support/models.js";
 import { raw } from "./server-helpers.js";
 
 const KEY = "sk-endpoints";
@@ -19,7 +19,7 @@ const post = async (path: string, body: unknown) => raw(`${server.url}${path}`, 
 const decoder = new TextDecoder();
 
 beforeAll(async () => {
-  model = await loadModel(await ensureTestModel("tiny"));
+  model = await loadTestModel();
   const shared = model.createContext({ contextSize: 2048, sequences: 2, threads: 1 });
   slots = [shared.getSequence(), shared.getSequence()];
   reference = model.createContext({ contextSize: 2048, threads: 1 });

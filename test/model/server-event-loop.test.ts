@@ -9,11 +9,11 @@ import { monitorEventLoopDelay } from "node:perf_hooks";
 import { afterAll, beforeAll, expect, it } from "vitest";
 
 import { applyChatTemplate } from "../../lib/chat/apply/index.js";
-import { loadModel, type Model } from "../../lib/llama/index.js";
+import type { Model } from "../../lib/llama/index.js";
 import { REQUEST_TEMPLATE_LIMITS } from "../../lib/server/chat-route.js";
 import { startServer, type LlamapegServer } from "../../lib/server/index.js";
 import { PlanWorker } from "../../lib/server/plan-worker.js";
-import { ensureTestModel } from "../../lib/test-model/index.js";
+import { loadTestModel } from "../support/models.js";
 
 let model: Model;
 let server: LlamapegServer;
@@ -22,7 +22,7 @@ let template: string;
 beforeAll(async () => {
   // the sources plan inline unless asked (lib/server/plan-worker.ts); dist/ always plans on the thread
   process.env.LLAMAPEG_PLAN_THREAD_TS = "1";
-  model = await loadModel(await ensureTestModel("tiny"));
+  model = await loadTestModel();
   template = model.chatTemplate()!;
   server = await startServer([model.createContext({ contextSize: 2048, threads: 1 })], { port: 0, allowRequestTemplates: true });
 });

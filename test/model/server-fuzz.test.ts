@@ -3,17 +3,17 @@
 import fc from "fast-check";
 import { afterAll, beforeAll, expect, it } from "vitest";
 
-import { loadModel, type Model } from "../../lib/llama/index.js";
+import type { Model } from "../../lib/llama/index.js";
 import { REQUEST_FIELDS } from "../../lib/openai/request-fields.js";
 import { startServer, type LlamapegServer } from "../../lib/server/index.js";
-import { ensureTestModel } from "../../lib/test-model/index.js";
+import { loadTestModel } from "../support/models.js";
 import { raw } from "./server-helpers.js";
 
 let model: Model;
 let server: LlamapegServer;
 
 beforeAll(async () => {
-  model = await loadModel(await ensureTestModel("tiny"));
+  model = await loadTestModel();
   server = await startServer([model.createContext({ contextSize: 2048, threads: 1 })], { port: 0, bodyLimit: 256 * 1024 });
 });
 afterAll(async () => {

@@ -10,12 +10,12 @@ import Anthropic from "@anthropic-ai/sdk";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
-import { loadModel, type Context, type Model } from "../../lib/llama/index.js";
+import type { Context, Model } from "../../lib/llama/index.js";
 import { packageRoot } from "../../lib/native/binding.js";
 import { createChatCompletion, type ChatCompletion } from "../../lib/openai/index.js";
 import { EFFORT_BUDGETS } from "../../lib/openai/reasoning.js";
 import { startServer, type LlamapegServer } from "../../lib/server/index.js";
-import { ensureTestModel } from "../../lib/test-model/index.js";
+import { loadTestModel } from "../support/models.js";
 
 const KEY = "sk-budget";
 let model: Model;
@@ -32,7 +32,7 @@ function expectWithin(reasoning: number | undefined, budget: number): void {
 }
 
 beforeAll(async () => {
-  model = await loadModel(await ensureTestModel("tiny"));
+  model = await loadTestModel();
   const slot = model.createContext({ contextSize: 2048, threads: 1 });
   reference = model.createContext({ contextSize: 2048, threads: 1 });
   server = await startServer([slot], { port: 0, apiKey: KEY, modelId: "tiny", allowRequestTemplates: true });

@@ -7,11 +7,11 @@ import { join } from "node:path";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
-import { loadModel, type Context, type Model, type Sequence } from "../../lib/llama/index.js";
+import type { Context, Model, Sequence } from "../../lib/llama/index.js";
 import { packageRoot } from "../../lib/native/binding.js";
 import { createChatCompletion } from "../../lib/openai/index.js";
 import { startServer, type LlamapegServer } from "../../lib/server/index.js";
-import { ensureTestModel } from "../../lib/test-model/index.js";
+import { loadTestModel } from "../support/models.js";
 import { request as httpRequest } from "node:http";
 
 import { poll, raw } from "./server-helpers.js";
@@ -25,7 +25,7 @@ const client = () => new OpenAI({ apiKey: KEY, baseURL: `${server.url}/v1`, maxR
 const r1Template = () => readFileSync(join(packageRoot, "vendor", "llama.cpp", "models", "templates", "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja"), "utf8");
 
 beforeAll(async () => {
-  model = await loadModel(await ensureTestModel("tiny"));
+  model = await loadTestModel();
   const shared = model.createContext({ contextSize: 4096, sequences: 2, threads: 1 });
   slots = [shared.getSequence(), shared.getSequence()];
   reference = model.createContext({ contextSize: 4096, threads: 1 });

@@ -7,10 +7,10 @@ import { connect } from "node:net";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
-import { loadModel, type Context, type Model, type Sequence } from "../../lib/llama/index.js";
+import type { Context, Model, Sequence } from "../../lib/llama/index.js";
 import { completionTarget, createChatCompletion, type ChatCompletionChunk, type CompletionTarget } from "../../lib/openai/index.js";
 import { isLoopback, startServer, type LlamapegServer } from "../../lib/server/index.js";
-import { ensureTestModel } from "../../lib/test-model/index.js";
+import { loadTestModel } from "../support/models.js";
 import { poll, raw, sseEvents } from "./server-helpers.js";
 
 const KEY = "sk-test-key";
@@ -22,7 +22,7 @@ let base: string;
 const auth = { authorization: `Bearer ${KEY}`, "content-type": "application/json" };
 
 beforeAll(async () => {
-  model = await loadModel(await ensureTestModel("tiny"));
+  model = await loadTestModel();
   // The server's slots: 4 sequences of one context, as `llamapeg serve --parallel 4` makes them.
   const shared = model.createContext({ contextSize: 4096, sequences: 4, threads: 1 });
   slots = [0, 1, 2, 3].map(() => shared.getSequence());

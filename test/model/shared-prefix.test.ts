@@ -5,8 +5,8 @@
 // checkpoint; prompts started together wait for the one decoding their common prefix.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
-import { loadModel, type Model } from "../../lib/llama/index.js";
-import { ensureTestModel } from "../../lib/test-model/index.js";
+import type { Model } from "../../lib/llama/index.js";
+import { loadTestModel } from "../support/models.js";
 
 let qwen: Model;
 let lfm2: Model;
@@ -15,9 +15,9 @@ const words = (n: number, salt: number) => Array.from({ length: n }, (_, i) => `
 const greedy = { maxTokens: 16, temperature: 0 };
 
 beforeAll(async () => {
-  qwen = await loadModel(await ensureTestModel("tiny"));
-  lfm2 = await loadModel(await ensureTestModel("tiny", { overrides: { architecture: "lfm2" } }));
-  gemma3 = await loadModel(await ensureTestModel("tiny", { overrides: { architecture: "gemma3", slidingWindow: 32 } }));
+  qwen = await loadTestModel();
+  lfm2 = await loadTestModel("lfm2");
+  gemma3 = await loadTestModel("gemma3");
 });
 
 afterAll(() => {

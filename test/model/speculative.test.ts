@@ -15,6 +15,7 @@ import { createChatCompletion, type ChatCompletionChunk } from "../../lib/openai
 import { packageRoot } from "../../lib/native/binding.js";
 import { ensureTestModel } from "../../lib/test-model/index.js";
 import { scaledTestModel } from "../../lib/test-model/scaled.js";
+import { loadTestModel } from "../support/models.js";
 
 let model: Model; // the tiny model
 let copy: Model; // its copying variant
@@ -322,9 +323,9 @@ describe("speculative decoding (draft model)", () => {
     expect(() => context.generate(chat(model, "x"), { speculative: { type: "draft", ngramMin: 2 } } as never)).toThrow(expect.objectContaining({ code: "ERR_INVALID_ARGUMENT" }));
     expect(() => context.generate(chat(model, "x"), { speculative: { type: "ngram", pMin: 0.5 } } as never)).toThrow(expect.objectContaining({ code: "ERR_INVALID_ARGUMENT" }));
     expect(() => model.createContext({ draftModel: {} as never })).toThrow(expect.objectContaining({ code: "ERR_INVALID_ARGUMENT" }));
-    const phi = await loadModel(await ensureTestModel("tiny", { vocabPath: join(packageRoot, "vendor", "llama.cpp", "models", "ggml-vocab-phi-3.gguf") }));
-    const lfm2 = await loadModel(await ensureTestModel("tiny", { overrides: { architecture: "lfm2" } }));
-    const vocabOnly = await loadModel(await ensureTestModel("tiny"), { vocabOnly: true });
+    const phi = await loadTestModel({ vocabPath: join(packageRoot, "vendor", "llama.cpp", "models", "ggml-vocab-phi-3.gguf") });
+    const lfm2 = await loadTestModel("lfm2");
+    const vocabOnly = await loadTestModel("qwen2", { vocabOnly: true });
     try {
       expect(() => model.createContext({ draftModel: phi })).toThrow(/draftModel cannot draft for this model/);
       expect(() => model.createContext({ draftModel: lfm2 })).toThrow(/cannot roll back/);
@@ -334,7 +335,7 @@ describe("speculative decoding (draft model)", () => {
       lfm2.dispose();
       vocabOnly.dispose();
     }
-    const spare = await loadModel(await ensureTestModel("tiny"));
+    const spare = await loadTestModel();
     const ctx = model.createContext({ contextSize: 512, threads: 1, draftModel: spare });
     const g = ctx.generate(chat(model, "Go on and on."), { temperature: 0, maxTokens: 200, speculative: DRAFT });
     spare.dispose();

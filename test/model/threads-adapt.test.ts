@@ -8,13 +8,13 @@ import { availableParallelism } from "node:os";
 
 import { afterAll, beforeAll, expect, it } from "vitest";
 
-import { loadModel, type Model } from "../../lib/llama/index.js";
-import { ensureTestModel } from "../../lib/test-model/index.js";
+import type { Model } from "../../lib/llama/index.js";
+import { loadTestModel } from "../support/models.js";
 
 let model: Model;
 
 beforeAll(async () => {
-  model = await loadModel(await ensureTestModel("tiny"));
+  model = await loadTestModel();
 });
 
 afterAll(() => model?.dispose());

@@ -10,8 +10,8 @@ import { join } from "node:path";
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
-import { loadModel, type Context, type GenerateOptions, type Model } from "../../lib/llama/index.js";
-import { ensureTestModel } from "../../lib/test-model/index.js";
+import type { Context, GenerateOptions, Model } from "../../lib/llama/index.js";
+import { loadTestModel } from "../support/models.js";
 import { ROOT } from "./program.js";
 
 let model: Model;
@@ -21,7 +21,7 @@ let eog: number[];
 let likely: number[]; // distinct tokens of a greedy run: the candidates a bias changes most
 
 beforeAll(async () => {
-  model = await loadModel(await ensureTestModel("tiny"));
+  model = await loadTestModel();
   context = model.createContext({ contextSize: 512, threads: 1 });
   prompt = model.tokenize("<|im_start|>user\nWrite something<|im_end|>\n<|im_start|>assistant\n", { parseSpecial: true });
   eog = ["<|im_end|>", "<|endoftext|>"].map((t) => model.tokenize(t, { parseSpecial: true, addSpecial: false })[0]!);
