@@ -7,12 +7,12 @@ import { join } from "node:path";
 
 import { describe, expect, it } from "vitest";
 
-import { createChatCompletion } from "../../lib/openai/completion.js";
-import { normalizeChatRequest } from "../../lib/openai/index.js";
-import type { CompletionTarget, TargetRequest } from "../../lib/openai/target.js";
-import { startServer } from "../../lib/server/server.js";
+import { createChatCompletion } from "../../../lib/openai/completion.js";
+import { normalizeChatRequest } from "../../../lib/openai/index.js";
+import type { CompletionTarget, TargetRequest } from "../../../lib/openai/target.js";
+import { startServer } from "../../../lib/server/server.js";
 
-const template = readFileSync(join(import.meta.dirname, "..", "..", "vendor", "llama.cpp", "models", "templates", "Qwen3-Coder.jinja"), "utf8");
+const template = readFileSync(join(import.meta.dirname, "..", "..", "..", "vendor", "llama.cpp", "models", "templates", "Qwen3-Coder.jinja"), "utf8");
 const tools = [{ type: "function" as const, function: { name: "f", parameters: { type: "object", properties: { on: { type: "boolean" } }, required: ["on"] } } }];
 const messages = [{ role: "user", content: "hi" }];
 const output = ["<tool_call>\n<function=f>\n", "<parameter=on>\nTrue\n</parameter>\n", "</function>\n</tool_call>"];

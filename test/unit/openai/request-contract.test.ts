@@ -6,9 +6,9 @@ import { dirname, join } from "node:path";
 
 import { describe, expect, it } from "vitest";
 
-import { LlamapegError } from "../../lib/errors.js";
-import { normalizeChatRequest, type ChatCompletionRequest } from "../../lib/openai/index.js";
-import { REQUEST_FIELDS } from "../../lib/openai/request-fields.js";
+import { LlamapegError } from "../../../lib/errors.js";
+import { normalizeChatRequest, type ChatCompletionRequest } from "../../../lib/openai/index.js";
+import { REQUEST_FIELDS } from "../../../lib/openai/request-fields.js";
 
 const messages = [{ role: "user", content: "hi" }];
 const tools = [

@@ -1,8 +1,8 @@
 /** The one table of sampling fields and the one trigger mapping (lib/llama/sampling-params.ts, triggers.ts). */
 import { describe, expect, it } from "vitest";
 
-import { pickSampling, resolveSampling, SAMPLING_FIELDS, samplingFromRequest, serverSampling } from "../../lib/llama/sampling-params.js";
-import { mapTriggers, mapTriggersAsync, type GrammarTrigger } from "../../lib/llama/triggers.js";
+import { pickSampling, resolveSampling, SAMPLING_FIELDS, samplingFromRequest, serverSampling } from "../../../lib/llama/sampling-params.js";
+import { mapTriggers, mapTriggersAsync, type GrammarTrigger } from "../../../lib/llama/triggers.js";
 
 describe("sampling fields", () => {
   it("defaults are llama.cpp's, the same in-process and on llama-server", () => {
