@@ -1,6 +1,7 @@
 /**
  * The Anthropic Messages API shapes llamapeg writes (text, thinking and tool_use blocks, the
- * streaming events). test/types/anthropic-package.ts checks them against `@anthropic-ai/sdk`'s.
+ * streaming events). test/types/endpoint-packages.ts (compiled by
+ * test/model/server-endpoint-types.test.ts) checks them against `@anthropic-ai/sdk`'s.
  */
 
 export interface TextBlock {

@@ -1,7 +1,7 @@
 /**
  * Model pieces in, OpenAI chunks and the final completion out. Pure: the live path (completion.ts)
- * and the offline replay (replay.ts) run the same code on the same pieces, so a replay gives the
- * same objects bit for bit.
+ * and the offline replay (replayCompletion, record.ts) run the same code on the same pieces, so a
+ * replay gives the same objects bit for bit.
  */
 import { ChatSession } from "../chat/session.js";
 import type { GenerationStats } from "../llama/generation.js";

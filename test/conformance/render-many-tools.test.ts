@@ -1,6 +1,6 @@
 // Many tools, rendered again and again (an agent loop): our prompt equals what llama.cpp's
 // common_chat_templates_apply returns, on every vendored template, for the first render (tools
-// converted), the next ones (converted tools and their JSON reused, template/reuse.ts) and after
+// converted), the next ones (converted tools and their JSON reused, lib/jinja/reuse.ts) and after
 // the caller changed one tool in place (which must show).
 import fs from "node:fs";
 import path from "node:path";

@@ -1,7 +1,8 @@
 /**
  * The OpenAI Responses API shapes llamapeg writes (the subset it implements: text, reasoning and
  * function-call output items, and the streaming events the `openai` package's Responses helpers
- * read). test/types/responses-package.ts checks them against the package's own types.
+ * read). test/types/endpoint-packages.ts (compiled by test/model/server-endpoint-types.test.ts)
+ * checks them against the package's own types.
  */
 
 export interface ResponseOutputText {
