@@ -1,8 +1,8 @@
 /**
  * Prompt segments and their tokenization: message text never becomes control tokens.
  *
- * The renderer marks which characters of a prompt came from message values (marks.ts). Here the
- * prompt is cut the way llama.cpp's tokenizer cuts it with special-token parsing on
+ * The renderer marks which characters of a prompt came from message values (lib/jinja/marks.ts).
+ * Here the prompt is cut the way llama.cpp's tokenizer cuts it with special-token parsing on
  * (`tokenizer_st_partition`: control tokens, longest text first, each splitting the raw text
  * around it, LSTRIP/RSTRIP eating whitespace), except that a control token's text is matched only
  * where every character of it is template text. The raw stretches between control tokens, message

@@ -190,7 +190,7 @@ function segmentUnitRanges(text: string, segments: readonly PromptByteSegment[])
   return out;
 }
 
-/** The plan's grammar on the native options, its triggers mapped onto the model's vocabulary (triggers.ts). */
+/** The plan's grammar on the native options, its triggers mapped onto the model's vocabulary (llama/triggers.ts). */
 function nativeGrammar(model: Model, g: SamplingGrammar): { grammar: GrammarOptions; preserve: string[] } {
   if (!g.lazy) return { grammar: g.prefill === "" ? { gbnf: g.gbnf } : { gbnf: g.gbnf, prefill: g.prefill }, preserve: [] };
   const mapped = mapTriggers(g.triggers, modelVocabulary(model));

@@ -25,7 +25,7 @@ import type { ChatPlanner } from "../openai/plan.js";
 import { PegArena } from "../peg/arena.js";
 import { ARENAS_KEPT, type ArenaData, type PlanReply, type PlanRequest, type WorkerError } from "./plan-protocol.js";
 
-/** Heap of the planning thread: far above any accepted request's plan (request-limits.ts). */
+/** Heap of the planning thread: far above any accepted request's plan (openai/request-limits.ts). */
 const HEAP_MB = 1536;
 
 interface Pending {

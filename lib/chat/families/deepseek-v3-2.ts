@@ -102,7 +102,7 @@ export const deepseekV32: ChatFamily = {
                 (a.required ? requiredArgs : optionalArgs).push(rule);
                 declared.push({ parser: rule, required: a.required });
               }
-              // beyond the reference (reference_mode off): the declaration order too (argument-values.ts)
+              // beyond the reference (reference_mode off): the declaration order too (grammar/argument-values.ts)
               const reference = requiredThenOptional(p, requiredArgs, optionalArgs);
               const inOrder = declaredOrder(p, declared, !req.referenceMode);
               const args = inOrder === null ? reference : p.choice([p.seq(reference, p.space(), p.peek(p.literal(INVOKE_END))), inOrder]);

@@ -39,7 +39,7 @@ class ArgumentGrammar {
   constructor(
     private readonly p: ChatPegBuilder,
     private readonly info: SchemaInfo,
-    /** Beyond the reference (reference_mode off): the declaration order too (argument-values.ts). */
+    /** Beyond the reference (reference_mode off): the declaration order too (grammar/argument-values.ts). */
     private readonly extended = false,
   ) {}
 

@@ -8,7 +8,7 @@
  * (`{'a': True}`). A model trained on that history writes them so; the reference's JSON-only value
  * fails the whole call. Here such a value is admitted beside the schema's JSON: booleans and null
  * by the schema's type, containers (where `containers`) as any Python literal. The mapper turns
- * Python literals into JSON (normalize.ts `pythonToJson`).
+ * Python literals into JSON (chat/normalize.ts `pythonToJson`).
  *
  * Order: the templates print arguments in the call's order, which models write in the schema's
  * declaration order; the reference forces required arguments first. Here both orders are admitted.
