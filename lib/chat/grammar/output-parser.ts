@@ -19,22 +19,22 @@ import {
   tagJsonToolsParser,
   tagTaggedToolsParser,
   trimWhitespace,
-  type ToolArgumentsFormat,
-  type ToolCallIdFormat,
+  type ToolArgumentsSyntax,
+  type ToolCallIdSyntax,
   type ToolChoiceMode,
-  type ToolFunctionFormat,
-  type ToolSectionFormat,
+  type ToolFunctionSyntax,
+  type ToolSectionSyntax,
   type ToolsContext,
-} from "./formats.js";
+} from "./syntax-parsers.js";
 
 export interface ChatOutputFormat {
   reasoning: { mode: "none" | "tag_based" | "tools_only" | (string & {}); start: string; end: string };
   content: { mode: "plain" | "always_wrapped" | "wrapped_with_reasoning" | (string & {}); start: string; end: string };
   tools: {
-    format: ToolSectionFormat & { mode: "none" | "json_native" | "tag_with_json" | "tag_with_tagged" | (string & {}) };
-    function: ToolFunctionFormat;
-    arguments: ToolArgumentsFormat;
-    callId: ToolCallIdFormat;
+    format: ToolSectionSyntax & { mode: "none" | "json_native" | "tag_with_json" | "tag_with_tagged" | (string & {}) };
+    function: ToolFunctionSyntax;
+    arguments: ToolArgumentsSyntax;
+    callId: ToolCallIdSyntax;
   };
 }
 
