@@ -12,7 +12,7 @@ import type { ChatPegBuilder } from "../grammar/builder.js";
 import type { AssistantMessage, ChatMessage } from "../messages.js";
 import type { GrammarTrigger } from "../plan.js";
 
-/** The reference's specialized formats (`common_chat_params_init_<family>`), in detection order. */
+/** The reference's specialized handlers (`common_chat_params_init_<family>`), in detection order. */
 export type FamilyName =
   | "ministral-3"
   | "gpt-oss"

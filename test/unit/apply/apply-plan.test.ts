@@ -233,7 +233,7 @@ describe("applyChatTemplate: errors", () => {
   });
 });
 
-describe("applyChatTemplate: specialized formats", () => {
+describe("applyChatTemplate: specialized families", () => {
   it("a template with Kimi K2's markers gets the Kimi K2 handler (ids from the model, trigger on the call marker)", () => {
     const plan = applyChatTemplate(tpl("kimi-k2-like.jinja"), { ...base, tools: [WEATHER], tool_choice: "auto" });
     expect(plan.grammar?.lazy).toBe(true);
