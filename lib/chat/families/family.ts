@@ -78,8 +78,8 @@ export interface FamilyPlan {
   generationPrompt?: string;
 }
 
-/** What a family's mapper reads from an AST. */
-export interface FormatAstView {
+/** The parse tree (by node id) as a family's own mapper reads it; the generic mapper reads `MapperAst` (mapper.ts). */
+export interface FamilyAstView {
   readonly roots: readonly number[];
   tag(id: number): string;
   rule(id: number): string;
@@ -112,7 +112,7 @@ export interface ChatFamily {
    */
   promptVariant?(prompt: string, req: NormalizedApplyRequest): string;
   /** The mapper of plans whose `format` is `mapper.format`. */
-  mapper?: { format: string; map(ast: FormatAstView): AssistantMessage };
+  mapper?: { format: string; map(ast: FamilyAstView): AssistantMessage };
 }
 
 /** What the reference does to the input of a template it recognizes without a plan of its own (StepFun, quirks.ts). */
