@@ -52,7 +52,7 @@ export interface OutputTree {
   root: PegParser;
   /**
    * For tool_choice "required": the same output with no text before the calls (the reasoning
-   * block, where the format has one, then the calls). The grammar of a calls-only request.
+   * block, where the syntax has one, then the calls). The grammar of a calls-only request.
    */
   callsOnly?: PegParser;
 }
