@@ -1,6 +1,6 @@
 /**
  * Each inference of the analysis on a small synthetic template (test/fixtures/analysis/) whose
- * format is known by construction.
+ * syntax is known by construction.
  */
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";

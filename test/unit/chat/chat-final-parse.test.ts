@@ -6,7 +6,7 @@ import { ChatSession } from "../../../lib/chat/session.js";
 import { TOOLS } from "../../fixtures/chat/grammars.js";
 
 // The finished output of a model is parsed as llama.cpp parses it (leniently): an output that ends
-// where the format could go on is an answer as far as it got.
+// where the syntax could go on is an answer as far as it got.
 const QWEN_LIKE: ChatOutputSyntax = {
   reasoning: { mode: "tag_based", start: "<think>", end: "</think>" },
   content: { mode: "plain", start: "", end: "" },
