@@ -1,6 +1,6 @@
 /**
  * A LanguageModelV4 (the AI SDK's current language-model specification) that runs in-process on a
- * Context or Sequence through `createChatCompletion`: the model's own tool-call format is parsed
+ * Context or Sequence through `createChatCompletion`: the model's own tool-call syntax is parsed
  * as it streams, so tool inputs arrive as deltas. Calls on one target run one at a time, in order.
  *
  * A stream is produced to its end whether or not the caller reads it, as a server's response is:

@@ -6,7 +6,7 @@
 import { LlamapegError } from "../errors.js";
 import type { PegAst } from "../peg/ast.js";
 import type { PegParseResult } from "../peg/parse.js";
-import { formatMapper, type FormatAstView } from "./families/registry.js";
+import { formatMapper, type FamilyAstView } from "./families/registry.js";
 import { mapChatAst, type MapperAst, type MapperNode } from "./mapper.js";
 import { closeCutCalls, describeCutCall } from "./cut-calls.js";
 import { emptyAssistantMessage, type AssistantMessage } from "./messages.js";
@@ -57,7 +57,7 @@ export function hasFormatMapper(format: string): boolean {
   return formatMapper(format) !== undefined;
 }
 
-function formatView(ast: PegAst, view: ReturnType<typeof mapperView>): FormatAstView {
+function familyAstView(ast: PegAst, view: ReturnType<typeof mapperView>): FamilyAstView {
   return {
     roots: ast.roots,
     tag: (id) => ast.tag(id),
@@ -113,7 +113,7 @@ export function runChatParser(plan: ChatPlan, input: Uint8Array, partial: boolea
   }
   const view = mapperView(result.ast, input, partial);
   const special = formatMapper(plan.format);
-  const message = special !== undefined ? special(formatView(result.ast, view)) : mapChatAst(view);
+  const message = special !== undefined ? special(familyAstView(result.ast, view)) : mapChatAst(view);
   if (!partial && !truncated && plan.toolCallsRequired === true && message.tool_calls.length === 0) {
     return { message, result, consumed: view.consumed(), failure: { position: input.length, reason: `the model output does not match the expected ${plan.format} format: a tool call is required and it has none` } };
   }

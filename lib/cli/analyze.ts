@@ -1,5 +1,5 @@
 /**
- * `llamapeg analyze <template.jinja|model.gguf>`: the template analysis (markers, output format,
+ * `llamapeg analyze <template.jinja|model.gguf>`: the template analysis (markers, tool-call syntax,
  * preserved tokens) and the grammar `llamapeg chat` would sample with for a tool set. Reads a GGUF's
  * template with the pure-TS GGUF reader: no native code, no weights loaded.
  */

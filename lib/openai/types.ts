@@ -104,8 +104,8 @@ export interface ChatCompletionRequest {
   grammar?: false;
   /**
    * llamapeg: with tool_choice "required" or a named function, the grammar allows the calls alone
-   * (after the reasoning block where the format has one), no text before them. Default true;
-   * false opts in to llama.cpp's grammar, which lets free text come first.
+   * (after the reasoning block where the template's syntax has one), no text before them. Default
+   * true; false opts in to llama.cpp's grammar, which lets free text come first.
    */
   calls_only?: boolean;
   /**

@@ -180,19 +180,19 @@ function writeDocsTable(): void {
     const src = patchTemplateSource(readFileSync(new URL(o.template, templatesDir), "utf8"));
     const specialized = detectSpecializedTemplate(src) ?? "";
     const a = o.ours;
-    const format = a ? a.tools.format.mode : "";
+    const syntax = a ? a.tools.format.mode : "";
     const reasoning = a ? a.reasoning.mode : "";
     const corrections = a ? a.corrections.join(", ") : "";
     const failed = a ? [...new Set(a.probeFailures.map((f) => f.probe))].join(", ") : "";
     const status = o.differs.length === 0 ? (o.ourError ? "identical (both fail)" : "identical") : `differs: ${o.differs.join(", ")}`;
     const why = o.differs.length === 0 ? "" : (baseline[o.template]?.why ?? "(not in baseline)");
-    return `| ${cell(o.template.replace(/\.jinja$/, ""))} | ${specialized} | ${format} | ${reasoning} | ${cell(corrections)} | ${cell(failed)} | ${cell(status)} | ${cell(why)} |`;
+    return `| ${cell(o.template.replace(/\.jinja$/, ""))} | ${specialized} | ${syntax} | ${reasoning} | ${cell(corrections)} | ${cell(failed)} | ${cell(status)} | ${cell(why)} |`;
   });
   const identical = outcomes.filter((o) => o.differs.length === 0).length;
   const table = [
     `${identical} of ${outcomes.length} vendored templates: identical analysis (every field).`,
     "",
-    "| template | specialized (apply path) | tool format | reasoning | corrections | probes the template rejects | parity | why |",
+    "| template | specialized (apply path) | tool syntax | reasoning | corrections | probes the template rejects | parity | why |",
     "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ...rows,
   ].join("\n");

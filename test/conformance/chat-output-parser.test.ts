@@ -8,7 +8,7 @@
  */
 import { readFileSync, readdirSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildChatOutputParser, type ChatOutputFormat } from "../../lib/chat/grammar/output-parser.js";
+import { buildChatOutputParser, type ChatOutputSyntax } from "../../lib/chat/grammar/output-parser.js";
 import { buildChatGrammar } from "../../lib/chat/grammar/plan-grammar.js";
 import { parseChatOutput } from "../../lib/chat/parse.js";
 import { chatPlan } from "../../lib/chat/plan.js";
@@ -36,7 +36,7 @@ afterAll(async () => {
 });
 
 /** The harness's snake_case analysis in the camelCase shape our generator reads. */
-function toFormat(a: any): ChatOutputFormat {
+function toSyntax(a: any): ChatOutputSyntax {
   const t = a.tools;
   // The harness prints the C++ enum names (TAG_BASED); the analysis types use snake_case.
   const low = (s: string) => s.toLowerCase();
@@ -76,7 +76,7 @@ function toFormat(a: any): ChatOutputFormat {
 }
 
 /** A plausible output in the template's markers: reasoning, content, one call. */
-function sampleOutputs(f: ChatOutputFormat): string[] {
+function sampleOutputs(f: ChatOutputSyntax): string[] {
   const r = f.reasoning.end ? `${f.reasoning.mode === "none" ? "" : "Let me think 😀."}${f.reasoning.end}` : "";
   const wrapped = f.content.mode === "always_wrapped" && f.content.start && f.content.end;
   const content = wrapped ? `${f.content.start}Sure "x" {y} 日本${f.content.end}` : `Sure "x" {y} 日本`;
@@ -152,8 +152,8 @@ describe("chat output parser vs the reference autoparser", () => {
         if (!applied.ok || applied.result.format !== "peg-native" || applied.result.parser === null) return; // specialized or failing: not the autoparser
         analysis ??= await h.call<any>("chat.analyze", { template });
         totals.autoparser++;
-        const format = toFormat(analysis);
-        const arena = buildChatOutputParser(format, {
+        const syntax = toSyntax(analysis);
+        const arena = buildChatOutputParser(syntax, {
           tools: v.withTools ? TOOLS : [],
           toolChoice: v.toolChoice,
           parallelToolCalls: v.parallel,
@@ -170,7 +170,7 @@ describe("chat output parser vs the reference autoparser", () => {
           expect(structuralArena(arena.toJSON()), `${file} (${v.name})`).toEqual(structuralArena(applied.result.parser));
           totals.identicalArenas++;
           // The sampling grammar from the same tree: text, laziness and triggers.
-          const g = buildChatGrammar(arena, format, {
+          const g = buildChatGrammar(arena, syntax, {
             tools: v.withTools ? TOOLS : [],
             toolChoice: v.toolChoice,
             parallelToolCalls: v.parallel,
@@ -184,7 +184,7 @@ describe("chat output parser vs the reference autoparser", () => {
         }
         const plan = chatPlan(arena, { generationPrompt: applied.result.generation_prompt, referenceMode: true });
         const params = { format: "peg-native", generation_prompt: applied.result.generation_prompt, parser_text: applied.result.parser_text };
-        for (const text of sampleOutputs(format)) {
+        for (const text of sampleOutputs(syntax)) {
           const bytes = encoder.encode(text);
           const cuts = [...Array(bytes.length + 1).keys()].filter((c) => !cutsCharacter(bytes, c));
           const refs = await Promise.all(cuts.map((cut) => h.request<{ msg: RefMsg }>("chat.parse", { params, text_b64: b64(bytes.subarray(0, cut)), partial: true })));

@@ -5,8 +5,8 @@
  * reply (`renderedOutput`) is fed to our plan's grammar and to the reference's
  * (`common_chat_templates_apply`), both for `tool_choice: "required"` (ours: calls only, the
  * default) and `"auto"` (lazy: from the first trigger word on), through llama.cpp's own GBNF
- * matcher (harness `grammar.check`). Where the reference's grammar follows the template's format
- * and ours rejects it, the model (trained on that format) would be forced into one it never saw:
+ * matcher (harness `grammar.check`). Where the reference's grammar follows the template's syntax
+ * and ours rejects it, the model (trained on that syntax) would be forced into one it never saw:
  * that fails. Where neither follows it, the case is printed (the template renders history in a
  * form no grammar of either side generates).
  *

@@ -4,7 +4,7 @@
  * C++ interpreter in test/native/peg_expr.cpp, so both arenas come out node for node identical.
  *
  * The chat helpers of `common_chat_peg_builder` that are plain compositions (tag helpers, permute,
- * optspace, tag_with_safe_content, prefix) are composed here from builder calls; the tool-format
+ * optspace, tag_with_safe_content, prefix) are composed here from builder calls; the tool-syntax
  * generators (standard_json_tools, ...) belong to the chat layer and are not interpreted.
  */
 import { type PegArena, type PegBuilder, type PegParser, pegBuilder } from "../../lib/peg/index.js";

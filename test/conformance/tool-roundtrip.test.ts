@@ -88,7 +88,7 @@ describe("tool-call round trip over the vendored templates", () => {
     expect(s!.admitted).toBe(s!.cases - s!.unrenderable);
   });
 
-  it("reads Python literals in a per-argument format only outside reference mode", () => {
+  it("reads Python literals in a per-argument syntax only outside reference mode", () => {
     const source = fs.readFileSync(path.join(TEMPLATES, "Qwen3-Coder.jinja"), "utf8");
     const tools = [{ type: "function", function: { name: "f", parameters: { type: "object", properties: { on: { type: "boolean" }, x: { type: ["number", "null"] } }, required: ["on"] } } }];
     const out = "<tool_call>\n<function=f>\n<parameter=on>\nTrue\n</parameter>\n<parameter=x>\nNone\n</parameter>\n</function>\n</tool_call>";

@@ -1,5 +1,5 @@
-// The AI SDK provider with the real `ai` package on the tiny model: tool calls from the model's own
-// format as streamed tool-input deltas, multi-step with a tool result, tool choices, JSON output,
+// The AI SDK provider with the real `ai` package on the tiny model: tool calls in the model's own
+// syntax as streamed tool-input deltas, multi-step with a tool result, tool choices, JSON output,
 // abort, usage and finish reasons.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";

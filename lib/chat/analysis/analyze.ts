@@ -105,16 +105,16 @@ function runAnalysis(source: string, bosToken: string, eosToken: string, hash: s
 /** Every non-empty marker, trimmed, once, in a fixed order. */
 function collectPreservedTokens(a: TemplateAnalysis): string[] {
   const out: string[] = [];
-  const { format, function: fn, arguments: args, callId } = a.tools;
+  const { format: section, function: fn, arguments: args, callId } = a.tools;
   for (const m of [
     a.reasoning.start,
     a.reasoning.end,
     a.content.start,
     a.content.end,
-    format.sectionStart,
-    format.sectionEnd,
-    format.perCallStart,
-    format.perCallEnd,
+    section.sectionStart,
+    section.sectionEnd,
+    section.perCallStart,
+    section.perCallEnd,
     fn.namePrefix,
     fn.nameSuffix,
     fn.argsSeparator,

@@ -1,5 +1,5 @@
 /**
- * Tagged tool-call formats (`tag_with_json`, `tag_with_tagged`): section and per-call markers,
+ * Tagged tool-call syntaxes (`tag_with_json`, `tag_with_tagged`): section and per-call markers,
  * the function-name wrapper, argument name/value wrappers, and where the call id goes. Each step
  * compares two single-call renderings that differ in one respect (the function, an argument name,
  * an argument value, the number of arguments or calls, the call id).
@@ -52,7 +52,7 @@ const nonMarkerRun: Pattern = star(seq(not(marker), any));
 const lastMarkerToEnd: Pattern = seq(marker, nonMarkerRun, end);
 
 export function analyzeTaggedTools(prober: Prober, t: ToolsAnalysis, clean: string): void {
-  analyzeNonJsonFormat(t, clean);
+  analyzeNonJsonSyntax(t, clean);
   if (prober.caps.supportsParallelToolCalls) checkPerCallMarkers(prober, t);
   extractFunctionMarkers(prober, t);
   if (t.format.mode === "tag_with_tagged") {
@@ -72,7 +72,7 @@ function compareCalls(prober: Prober, probe: string, a: Json, b: Json): Comparis
 }
 
 /** Section / per-call markers around the function marker in the single-call rendering. */
-function analyzeNonJsonFormat(t: ToolsAnalysis, clean: string): void {
+function analyzeNonJsonSyntax(t: ToolsAnalysis, clean: string): void {
   // Is the function name inside a tag (`<function=NAME>`, `[NAME]`) or bare?
   const funMarker = tag(
     "fun_marker",

@@ -1,8 +1,8 @@
 /**
- * Tool-call format: an assistant turn with one call vs plain content gives the tool section; where
- * the probe function's name and argument name sit in it (quoted JSON or tags) decides the format
- * family. JSON-native formats are read from the JSON itself; tagged formats go on to
- * `tools-tagged.ts`.
+ * Tool-call syntax: an assistant turn with one call vs plain content gives the tool section; where
+ * the probe function's name and argument name sit in it (quoted JSON or tags) decides the syntax
+ * (`tools.format.mode`). JSON-native syntaxes are read from the JSON itself; tagged syntaxes go on
+ * to `tools-tagged.ts`.
  */
 import { LlamapegError } from "../../errors.js";
 import { choice, lit, parseAnywhereAndExtract, seq, space, tag } from "./pattern.js";

@@ -26,8 +26,8 @@ export type CallIdPosition =
   /** `[FUNC]name{args}[CALL_ID]id` */
   | "post_args";
 
-/** Tool-call format family (`tool_format`). */
-export type ToolFormat =
+/** How tool calls are spelled, in broad strokes (the reference's `tool_format`). */
+export type ToolSyntax =
   | "none"
   /** The whole call is JSON: `{"name": "X", "arguments": {...}}` */
   | "json_native"
@@ -53,8 +53,9 @@ export interface ContentAnalysis {
   requiresNonnullContent: boolean;
 }
 
-export interface ToolFormatAnalysis {
-  mode: ToolFormat;
+/** The tool section's syntax (the reference's `tool_format_analysis`). */
+export interface ToolSyntaxAnalysis {
+  mode: ToolSyntax;
   /** e.g. `<tool_call>`, `[TOOL_CALLS]`, "" */
   sectionStart: string;
   sectionEnd: string;
@@ -115,7 +116,8 @@ export interface ToolIdAnalysis {
 }
 
 export interface ToolsAnalysis {
-  format: ToolFormatAnalysis;
+  /** Named `format` as in the reference (`analyze_tools::format`); part of the analysis JSON and its overrides. */
+  format: ToolSyntaxAnalysis;
   function: ToolFunctionAnalysis;
   arguments: ToolArgumentsAnalysis;
   callId: ToolIdAnalysis;

@@ -92,7 +92,7 @@ function buildPart(source: string, req: NormalizedApplyRequest, tools: ChatTool[
   if (useTools && schema !== null) {
     schemaSide = planner.plan(input({ tools: [], toolChoice: "none" }));
     if (schemaSide.grammar === "none" || schemaSide.supportsResponseFormat === false) {
-      warnings.push("response_format: this template's format cannot constrain an answer to a schema beside tool calls; only the calls are enforced");
+      warnings.push("response_format: this template's family cannot constrain an answer to a schema beside tool calls; only the calls are enforced");
       schemaSide = null;
       plan = planner.plan(input({ jsonSchema: null }));
     } else {

@@ -53,8 +53,9 @@ export interface ApplyChatRequest {
   analysis_overrides?: TemplateAnalysisOverrides;
   /**
    * llamapeg: with tool_choice "required" or a named function, the grammar allows only the calls
-   * (after the reasoning block where the format has one), no text before them. Default true (a
-   * required call is a call); false opts in to llama.cpp's grammar, which lets text come first.
+   * (after the reasoning block where the template's syntax has one), no text before them. Default
+   * true (a required call is a call); false opts in to llama.cpp's grammar, which lets text come
+   * first.
    */
   calls_only?: boolean;
   /** Render budgets for the prompt (see docs/security.md). Default: DEFAULT_TEMPLATE_LIMITS. */
@@ -62,8 +63,8 @@ export interface ApplyChatRequest {
   /**
    * llamapeg: true renders, plans and parses tool calls exactly as llama.cpp does: floats printed
    * with 6 significant digits, JSON-only values and required-then-optional argument order in the
-   * per-argument formats. Default false: Python's printing, Python literals read, the schema's
-   * argument order admitted (docs/apply.md "Tool calls as models write them").
+   * per-argument (tagged) syntaxes. Default false: Python's printing, Python literals read, the
+   * schema's argument order admitted (docs/apply.md "Tool calls as models write them").
    */
   reference_mode?: boolean;
 }

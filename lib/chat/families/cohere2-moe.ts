@@ -59,7 +59,7 @@ export const cohere2Moe: ChatFamily = {
           genCallIdKey: "tool_call_id",
           parametersOrder: ["tool_call_id", "tool_name", "parameters"],
         });
-        // content and calls exclude each other in this format
+        // content and calls exclude each other in this syntax
         const callsOnly = p.seq(gen, reasoning, calls, p.optional(p.literal(TURN_END)), end);
         if (required) return { root: callsOnly, callsOnly };
         return { root: p.seq(gen, reasoning, p.choice([calls, text]), p.optional(p.literal(TURN_END)), end), callsOnly };

@@ -12,7 +12,7 @@ import type { ChatPegBuilder } from "../grammar/builder.js";
 import type { AssistantMessage, ChatMessage } from "../messages.js";
 import type { GrammarTrigger } from "../plan.js";
 
-/** The reference's specialized formats (`common_chat_params_init_<family>`), in detection order. */
+/** The reference's specialized handlers (`common_chat_params_init_<family>`), in detection order. */
 export type FamilyName =
   | "ministral-3"
   | "gpt-oss"
@@ -52,7 +52,7 @@ export interface OutputTree {
   root: PegParser;
   /**
    * For tool_choice "required": the same output with no text before the calls (the reasoning
-   * block, where the format has one, then the calls). The grammar of a calls-only request.
+   * block, where the syntax has one, then the calls). The grammar of a calls-only request.
    */
   callsOnly?: PegParser;
 }
@@ -78,8 +78,8 @@ export interface FamilyPlan {
   generationPrompt?: string;
 }
 
-/** What a family's mapper reads from an AST. */
-export interface FormatAstView {
+/** The parse tree (by node id) as a family's own mapper reads it; the generic mapper reads `MapperAst` (mapper.ts). */
+export interface FamilyAstView {
   readonly roots: readonly number[];
   tag(id: number): string;
   rule(id: number): string;
@@ -112,7 +112,7 @@ export interface ChatFamily {
    */
   promptVariant?(prompt: string, req: NormalizedApplyRequest): string;
   /** The mapper of plans whose `format` is `mapper.format`. */
-  mapper?: { format: string; map(ast: FormatAstView): AssistantMessage };
+  mapper?: { format: string; map(ast: FamilyAstView): AssistantMessage };
 }
 
 /** What the reference does to the input of a template it recognizes without a plan of its own (StepFun, quirks.ts). */

@@ -9,7 +9,7 @@ import { parseJsonText } from "../../jinja/index.js";
 import { emptyAssistantMessage, makeToolCall, type AssistantMessage } from "../messages.js";
 import { escapeJsonStringInner } from "../normalize.js";
 import { TAG } from "../tags.js";
-import type { ChatFamily, FormatAstView } from "./family.js";
+import type { ChatFamily, FamilyAstView } from "./family.js";
 import { familyPlan, grammarMode, shapeOf, toolChoice, word } from "./helpers.js";
 import { findByTag, visitTopDown } from "./mapper-helpers.js";
 
@@ -71,7 +71,7 @@ function joinJson(ids: readonly number[], f: (id: number) => string): string {
   return ids.map(f).join(",");
 }
 
-function gemma4ToJson(ast: FormatAstView, id: number): string {
+function gemma4ToJson(ast: FamilyAstView, id: number): string {
   const text = ast.text(id);
   if (text === "") return "";
   const kids = ast.children(id);
@@ -105,7 +105,7 @@ function gemma4ToJson(ast: FormatAstView, id: number): string {
  * Gemma 4: arguments rebuilt as JSON from the `gemma4-*` rules under `tool-args`; a call shows once
  * its name is complete, and containers and strings stay open while their node is partial.
  */
-export function mapGemma4Ast(ast: FormatAstView): AssistantMessage {
+export function mapGemma4Ast(ast: FamilyAstView): AssistantMessage {
   const msg = emptyAssistantMessage();
   visitTopDown(ast, msg, (id) => {
     const name = findByTag(ast, id, TAG.TOOL_NAME);

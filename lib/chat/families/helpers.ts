@@ -67,7 +67,7 @@ export function argumentSpecs(fn: ChatToolFunction): ArgumentSpec[] {
   return toolProperties(fn).map(([name, schema]) => ({ name, schema, isString: info.resolvesToString(schema), required: required.has(name) }));
 }
 
-export { callsAfterReasoning, requiredThenOptional } from "../grammar/formats.js";
+export { callsAfterReasoning, requiredThenOptional } from "../grammar/syntax-parsers.js";
 
 /** Plan defaults: the native format, no stops. */
 export function familyPlan(fields: Omit<FamilyPlan, "format" | "additionalStops"> & Partial<Pick<FamilyPlan, "format" | "additionalStops">>): FamilyPlan {

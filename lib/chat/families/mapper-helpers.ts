@@ -1,10 +1,10 @@
 /** Tree walks the family mappers share (Gemma 4, MiniMax M3). */
 import type { AssistantMessage } from "../messages.js";
 import { TAG } from "../tags.js";
-import type { FormatAstView } from "./family.js";
+import type { FamilyAstView } from "./family.js";
 
 /** First descendant with `tag`, at most `maxDepth` levels down; -1 if none. */
-export function findByTag(ast: FormatAstView, parent: number, tag: string, maxDepth = 3): number {
+export function findByTag(ast: FamilyAstView, parent: number, tag: string, maxDepth = 3): number {
   for (const c of ast.children(parent)) {
     if (ast.tag(c) === tag) return c;
     if (maxDepth > 1) {
@@ -16,7 +16,7 @@ export function findByTag(ast: FormatAstView, parent: number, tag: string, maxDe
 }
 
 /** Visits nodes until a reasoning/content/tool node, which `onTool` or the text rules handle. */
-export function visitTopDown(ast: FormatAstView, msg: AssistantMessage, onTool: (id: number) => void): void {
+export function visitTopDown(ast: FamilyAstView, msg: AssistantMessage, onTool: (id: number) => void): void {
   const stack = [...ast.roots].reverse();
   while (stack.length > 0) {
     const id = stack.pop()!;

@@ -12,7 +12,7 @@ import { emptyAssistantMessage, makeToolCall, type AssistantMessage } from "../m
 import { escapeJsonStringInner } from "../normalize.js";
 import { TAG } from "../tags.js";
 import { toolParameters } from "../tools.js";
-import type { ChatFamily, FormatAstView } from "./family.js";
+import type { ChatFamily, FamilyAstView } from "./family.js";
 import { findByTag, visitTopDown } from "./mapper-helpers.js";
 import { declaredOrder } from "../grammar/argument-values.js";
 import { callsAfterReasoning, familyPlan, grammarMode, requiredThenOptional, shapeOf, toolChoice, word } from "./helpers.js";
@@ -94,19 +94,19 @@ class ArgumentGrammar {
 
 const VALUE_TAGS = new Set<string>([TAG.TOOL_ARG_VALUE, TAG.TOOL_ARG_STRING_VALUE, MINIMAX_M3_TAG.TOOL_ARG_OBJECT, MINIMAX_M3_TAG.TOOL_ARG_ARRAY]);
 
-function collect(ast: FormatAstView, id: number, tag: string, out: number[]): void {
+function collect(ast: FamilyAstView, id: number, tag: string, out: number[]): void {
   for (const c of ast.children(id)) {
     if (ast.tag(c) === tag) out.push(c);
     else collect(ast, c, tag, out);
   }
 }
 
-function valueOf(ast: FormatAstView, id: number): number {
+function valueOf(ast: FamilyAstView, id: number): number {
   for (const c of ast.children(id)) if (VALUE_TAGS.has(ast.tag(c))) return c;
   return -1;
 }
 
-function m3Value(ast: FormatAstView, id: number, closed: boolean): string {
+function m3Value(ast: FamilyAstView, id: number, closed: boolean): string {
   if (id === -1) return "";
   const tag = ast.tag(id);
   if (tag === MINIMAX_M3_TAG.TOOL_ARG_OBJECT) return m3Container(ast, id, true, closed);
@@ -115,7 +115,7 @@ function m3Value(ast: FormatAstView, id: number, closed: boolean): string {
   return ast.text(id); // numbers and booleans are written verbatim
 }
 
-function m3Container(ast: FormatAstView, id: number, isObj: boolean, closed: boolean): string {
+function m3Container(ast: FamilyAstView, id: number, isObj: boolean, closed: boolean): string {
   const entries: number[] = [];
   collect(ast, id, isObj ? TAG.TOOL_ARG : MINIMAX_M3_TAG.TOOL_ARG_ITEM, entries);
   const parts: string[] = [];
@@ -136,7 +136,7 @@ function m3Container(ast: FormatAstView, id: number, isObj: boolean, closed: boo
  * MiniMax M3: arguments rebuilt as JSON from nested `tool-arg` / `tool-arg-object` /
  * `tool-arg-array` tags; containers and strings stay open while their node is partial.
  */
-export function mapMinimaxM3Ast(ast: FormatAstView): AssistantMessage {
+export function mapMinimaxM3Ast(ast: FamilyAstView): AssistantMessage {
   const msg = emptyAssistantMessage();
   visitTopDown(ast, msg, (id) => {
     const name = findByTag(ast, id, TAG.TOOL_NAME);

@@ -5,7 +5,7 @@
  */
 import { cohere2Moe } from "./cohere2-moe.js";
 import { deepseekV32 } from "./deepseek-v3-2.js";
-import type { ChatFamily, FamilyName, FormatAstView } from "./family.js";
+import type { ChatFamily, FamilyName, FamilyAstView } from "./family.js";
 import { functionaryV32 } from "./functionary-v3-2.js";
 import { gemma4 } from "./gemma4.js";
 import { gigachatV3 } from "./gigachat-v3.js";
@@ -48,13 +48,13 @@ export function detectSpecializedTemplate(source: string): FamilyName | undefine
   return detectFamily(source)?.name;
 }
 
-const MAPPERS: ReadonlyMap<string, (ast: FormatAstView) => AssistantMessage> = new Map(
+const MAPPERS: ReadonlyMap<string, (ast: FamilyAstView) => AssistantMessage> = new Map(
   FAMILIES.flatMap((f) => (f.mapper !== undefined ? [[f.mapper.format, f.mapper.map] as const] : [])),
 );
 
 /** The mapper of a plan's `format` (undefined: the generic tag mapper). */
-export function formatMapper(format: string): ((ast: FormatAstView) => AssistantMessage) | undefined {
+export function formatMapper(format: string): ((ast: FamilyAstView) => AssistantMessage) | undefined {
   return MAPPERS.get(format);
 }
 
-export type { ChatFamily, FamilyName, FormatAstView } from "./family.js";
+export type { ChatFamily, FamilyName, FamilyAstView } from "./family.js";

@@ -24,7 +24,7 @@ export interface JsonToolsOptions {
   /**
    * The calls share one section and their templates write one per line (`<tool_calls>\n{...}\n{...}`,
    * MiniMax M1): the comma between them is optional. The reference requires it, which forces a
-   * model trained on one call per line off its format at the second call.
+   * model trained on one call per line off its syntax at the second call.
    */
   commaOptional?: boolean;
   /** tool_choice "required": the section must be there. */

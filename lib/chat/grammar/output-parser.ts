@@ -1,5 +1,5 @@
 /**
- * The whole output grammar from a template's format description and a request: what llama.cpp's
+ * The whole output grammar from a template's syntax description and a request: what llama.cpp's
  * `autoparser::build_parser` builds. A JSON-schema response format wins over tools; tools (unless
  * tool_choice is "none" or the template cannot call tools) use their shape's parser; otherwise
  * reasoning then content. The generation prompt's part before the reasoning start is matched first.
@@ -19,22 +19,24 @@ import {
   tagJsonToolsParser,
   tagTaggedToolsParser,
   trimWhitespace,
-  type ToolArgumentsFormat,
-  type ToolCallIdFormat,
+  type ToolArgumentsSyntax,
+  type ToolCallIdSyntax,
   type ToolChoiceMode,
-  type ToolFunctionFormat,
-  type ToolSectionFormat,
+  type ToolFunctionSyntax,
+  type ToolSectionSyntax,
   type ToolsContext,
-} from "./formats.js";
+} from "./syntax-parsers.js";
 
-export interface ChatOutputFormat {
+/** How a template spells its output: the fields of the template analysis the generator reads. */
+export interface ChatOutputSyntax {
   reasoning: { mode: "none" | "tag_based" | "tools_only" | (string & {}); start: string; end: string };
   content: { mode: "plain" | "always_wrapped" | "wrapped_with_reasoning" | (string & {}); start: string; end: string };
   tools: {
-    format: ToolSectionFormat & { mode: "none" | "json_native" | "tag_with_json" | "tag_with_tagged" | (string & {}) };
-    function: ToolFunctionFormat;
-    arguments: ToolArgumentsFormat;
-    callId: ToolCallIdFormat;
+    /** The tool section's syntax; `format` is the analysis field's name (llama.cpp's `analyze_tools::format`). */
+    format: ToolSectionSyntax & { mode: "none" | "json_native" | "tag_with_json" | "tag_with_tagged" | (string & {}) };
+    function: ToolFunctionSyntax;
+    arguments: ToolArgumentsSyntax;
+    callId: ToolCallIdSyntax;
   };
 }
 
@@ -55,7 +57,7 @@ export interface ChatOutputRequest {
   extended?: boolean;
 }
 
-function toolsParser(p: ChatPegBuilder, f: ChatOutputFormat, ctx: ToolsContext): ToolsTree | null {
+function toolsParser(p: ChatPegBuilder, f: ChatOutputSyntax, ctx: ToolsContext): ToolsTree | null {
   const t = f.tools;
   switch (t.format.mode) {
     case "json_native":
@@ -65,7 +67,7 @@ function toolsParser(p: ChatPegBuilder, f: ChatOutputFormat, ctx: ToolsContext):
     case "tag_with_tagged":
       return tagTaggedToolsParser(p, ctx, t.format, t.function, t.arguments, t.callId);
     default:
-      // The template seems to call tools but its format is unknown: tool calls cannot be parsed.
+      // The template seems to call tools but its syntax is unknown: tool calls cannot be parsed.
       return null;
   }
 }
@@ -77,7 +79,7 @@ export interface ChatOutputTree {
 }
 
 /** Builds the tree of a whole model output into `p` (what `buildChatOutputParser` builds alone). */
-export function buildChatOutputTree(p: ChatPegBuilder, f: ChatOutputFormat, req: ChatOutputRequest): ChatOutputTree {
+export function buildChatOutputTree(p: ChatPegBuilder, f: ChatOutputSyntax, req: ChatOutputRequest): ChatOutputTree {
   const extracting = (req.extractReasoning ?? true) && f.reasoning.mode !== "none";
   const reasoning = extracting && (f.reasoning.mode === "tag_based" || f.reasoning.mode === "tools_only") ? reasoningParser(p, f.reasoning.start, f.reasoning.end) : p.eps();
   const wrapped = f.content.mode === "always_wrapped" && f.content.start !== "" && f.content.end !== "";
@@ -113,6 +115,6 @@ export function buildChatOutputTree(p: ChatPegBuilder, f: ChatOutputFormat, req:
 }
 
 /** Builds the parser of a whole model output (the reference's `autoparser::build_parser`). */
-export function buildChatOutputParser(f: ChatOutputFormat, req: ChatOutputRequest): PegArena {
+export function buildChatOutputParser(f: ChatOutputSyntax, req: ChatOutputRequest): PegArena {
   return buildChatPegParser((p) => buildChatOutputTree(p, f, req).root);
 }

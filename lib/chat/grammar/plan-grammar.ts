@@ -9,7 +9,7 @@ import type { PegArena } from "../../peg/arena.js";
 import type { SchemaWarning, UnsupportedMode } from "../../json-schema/index.js";
 import type { GrammarTrigger, SamplingGrammar } from "../plan.js";
 import { toolFunctions, toolParameters, type ChatTool } from "../tools.js";
-import type { ChatOutputFormat, ChatOutputRequest } from "./output-parser.js";
+import type { ChatOutputSyntax, ChatOutputRequest } from "./output-parser.js";
 
 
 export interface ChatGrammarOptions {
@@ -19,11 +19,11 @@ export interface ChatGrammarOptions {
 }
 
 /** Whether the analysis path's tree constrains sampling, lazily or not, and its triggers. */
-export function chatGrammarMode(format: ChatOutputFormat, req: ChatOutputRequest): { include: boolean; lazy: boolean; triggers: GrammarTrigger[] } {
+export function chatGrammarMode(syntax: ChatOutputSyntax, req: ChatOutputRequest): { include: boolean; lazy: boolean; triggers: GrammarTrigger[] } {
   const tools = req.tools ?? [];
   const choice = req.toolChoice ?? "auto";
-  const hasTools = format.tools.format.mode !== "none" && tools.length > 0;
-  const f = format.tools.format;
+  const hasTools = syntax.tools.format.mode !== "none" && tools.length > 0;
+  const f = syntax.tools.format;
   const trigger = f.sectionStart !== "" ? f.sectionStart : f.perCallStart;
   const schema = req.jsonSchema;
   const hasResponseFormat = schema !== null && schema !== undefined && typeof schema === "object" && Object.keys(schema).length > 0;
@@ -39,9 +39,9 @@ export function chatGrammarMode(format: ChatOutputFormat, req: ChatOutputRequest
   return { include, lazy, triggers };
 }
 
-/** The grammar, laziness and triggers for `arena` (built by `buildChatOutputParser(format, req)`); null for none. No prefill: this path has no generation prompt. */
-export function buildChatGrammar(arena: PegArena, format: ChatOutputFormat, req: ChatOutputRequest, options: ChatGrammarOptions = {}): SamplingGrammar | null {
-  const { include, lazy, triggers } = chatGrammarMode(format, req);
+/** The grammar, laziness and triggers for `arena` (built by `buildChatOutputParser(syntax, req)`); null for none. No prefill: this path has no generation prompt. */
+export function buildChatGrammar(arena: PegArena, syntax: ChatOutputSyntax, req: ChatOutputRequest, options: ChatGrammarOptions = {}): SamplingGrammar | null {
+  const { include, lazy, triggers } = chatGrammarMode(syntax, req);
   if (!include) return null;
   const schema = lazy ? null : (req.jsonSchema ?? null);
   return { gbnf: toolsGbnf(arena, req.tools ?? [], schema !== null && Object.keys(schema).length > 0 ? schema : null, lazy, options), lazy, triggers, prefill: "" };

@@ -1,6 +1,6 @@
 /**
  * Each inference of the analysis on a small synthetic template (test/fixtures/analysis/) whose
- * format is known by construction.
+ * syntax is known by construction.
  */
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
@@ -54,7 +54,7 @@ describe("content and turns", () => {
   });
 });
 
-describe("tool-call formats", () => {
+describe("tool-call syntaxes", () => {
   it("reads a JSON-native call with a repeated per-call tag", () => {
     const f = analyze("json-tools").tools.format;
     expect(f).toMatchObject({
@@ -139,7 +139,7 @@ describe("tool-call formats", () => {
     expect(t.function).toEqual({ namePrefix: "<name>", nameSuffix: "", argsSeparator: "</name>\n<arg>", close: "</arg>\n" });
   });
 
-  it("reports no tool format for a template that ignores tool calls", () => {
+  it("reports no tool syntax for a template that ignores tool calls", () => {
     const a = analyze("chatml-think");
     expect(a.caps.supportsToolCalls).toBe(false);
     expect(a.tools.format.mode).toBe("none");

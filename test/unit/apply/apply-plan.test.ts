@@ -233,7 +233,7 @@ describe("applyChatTemplate: errors", () => {
   });
 });
 
-describe("applyChatTemplate: specialized formats", () => {
+describe("applyChatTemplate: specialized families", () => {
   it("a template with Kimi K2's markers gets the Kimi K2 handler (ids from the model, trigger on the call marker)", () => {
     const plan = applyChatTemplate(tpl("kimi-k2-like.jinja"), { ...base, tools: [WEATHER], tool_choice: "auto" });
     expect(plan.grammar?.lazy).toBe(true);
@@ -316,7 +316,7 @@ describe("applyChatTemplate: Functionary v3.2 recipients after the first", () =>
   });
 });
 
-describe("parallel_tool_calls on a block-per-call JSON format (Qwen 2.5's <tool_call>)", () => {
+describe("parallel_tool_calls on a block-per-call JSON syntax (Qwen 2.5's <tool_call>)", () => {
   const qwen = fs.readFileSync(path.resolve(import.meta.dirname, "../../../vendor/llama.cpp/models/templates/Qwen-Qwen2.5-7B-Instruct.jinja"), "utf8");
   const two = `${CALL}\n${CALL}`;
   const request = (over: Partial<ApplyChatRequest>): ApplyChatRequest => ({ ...base, tools: [WEATHER], tool_choice: "required", ...over });

@@ -1,13 +1,13 @@
 import { describe, expect, it } from "vitest";
-import { buildChatOutputParser, type ChatOutputFormat } from "../../../lib/chat/grammar/output-parser.js";
+import { buildChatOutputParser, type ChatOutputSyntax } from "../../../lib/chat/grammar/output-parser.js";
 import { parseChatOutput } from "../../../lib/chat/parse.js";
 import { chatPlan } from "../../../lib/chat/plan.js";
 import { ChatSession } from "../../../lib/chat/session.js";
 import { TOOLS } from "../../fixtures/chat/grammars.js";
 
 // The finished output of a model is parsed as llama.cpp parses it (leniently): an output that ends
-// where the format could go on is an answer as far as it got.
-const QWEN_LIKE: ChatOutputFormat = {
+// where the syntax could go on is an answer as far as it got.
+const QWEN_LIKE: ChatOutputSyntax = {
   reasoning: { mode: "tag_based", start: "<think>", end: "</think>" },
   content: { mode: "plain", start: "", end: "" },
   tools: {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { buildChatPegParser } from "../../../lib/chat/grammar/builder.js";
-import { buildChatOutputParser, type ChatOutputFormat } from "../../../lib/chat/grammar/output-parser.js";
+import { buildChatOutputParser, type ChatOutputSyntax } from "../../../lib/chat/grammar/output-parser.js";
 import { buildChatGrammar } from "../../../lib/chat/grammar/plan-grammar.js";
 import { parseChatOutput } from "../../../lib/chat/parse.js";
 import { chatPlan } from "../../../lib/chat/plan.js";
@@ -41,7 +41,7 @@ describe("ChatPegBuilder combinators", () => {
   });
 });
 
-const QWEN_LIKE: ChatOutputFormat = {
+const QWEN_LIKE: ChatOutputSyntax = {
   reasoning: { mode: "tag_based", start: "<think>", end: "</think>" },
   content: { mode: "plain", start: "", end: "" },
   tools: {
@@ -63,7 +63,7 @@ describe("buildChatOutputParser", () => {
   });
 
   it("parallel off: a second call in the section does not parse", () => {
-    const section: ChatOutputFormat = { ...QWEN_LIKE, tools: { ...QWEN_LIKE.tools, format: { mode: "json_native", sectionStart: "<tools>", sectionEnd: "</tools>", perCallStart: "", perCallEnd: "" } } };
+    const section: ChatOutputSyntax = { ...QWEN_LIKE, tools: { ...QWEN_LIKE.tools, format: { mode: "json_native", sectionStart: "<tools>", sectionEnd: "</tools>", perCallStart: "", perCallEnd: "" } } };
     const call = (l: string) => `{"name": "get_current_weather", "arguments": {"location": "${l}", "unit": "celsius"}}`;
     const on = chatPlan(buildChatOutputParser(section, { tools: TOOLS }));
     const off = chatPlan(buildChatOutputParser(section, { tools: TOOLS, parallelToolCalls: false }));

@@ -109,7 +109,7 @@ describe("ChatSession over hand-built grammars", () => {
         expect(flickered).toBe(g.flickers !== undefined);
       });
 
-      it("keeps the contract for mutated outputs (cuts, repeats, inserted fragments of the format), any chunking", () => {
+      it("keeps the contract for mutated outputs (cuts, repeats, inserted fragments of the syntax), any chunking", () => {
         const texts = [...g.valid, ...g.broken];
         const mutation = fc.tuple(fc.constantFrom("delete", "repeat", "insert"), fc.nat(), fc.nat(40), fc.nat(), fc.nat());
         fc.assert(
@@ -229,7 +229,7 @@ describe("ChatSession failure handling", () => {
     );
   });
 
-  it("never throws for random mixes of the format's own markers, quotes, braces, CJK and emoji", () => {
+  it("never throws for random mixes of the syntax's own markers, quotes, braces, CJK and emoji", () => {
     const piece = fc.constantFrom("<think>", "</think>", "<tool_call>[", "]</tool_call>", '{"name": "get_forecast", ', '"arguments": {', '"location": "', "\\", '"', "}", ", ", "日本", "😀", "\n", "a");
     fc.assert(
       fc.property(fc.array(piece, { maxLength: 25 }), fc.array(fc.nat(300), { maxLength: 15 }), (pieces, cuts) => {

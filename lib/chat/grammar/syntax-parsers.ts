@@ -1,8 +1,8 @@
 /**
- * Whole-output grammars from a format description: reasoning block, content, and the three tool
- * call shapes. These mirror the parser generator of llama.cpp's autoparser
- * (`chat-auto-parser-generator.cpp`); the description fields mirror its analysis structs in
- * camelCase, so template analysis fills them and hand-written formats can too.
+ * Whole-output grammars from a syntax description (how a template spells its output): reasoning
+ * block, content, and the three tool call shapes. These mirror the parser generator of llama.cpp's
+ * autoparser (`chat-auto-parser-generator.cpp`); the description fields mirror its analysis structs
+ * in camelCase, so template analysis fills them and hand-written syntaxes can too.
  */
 import type { PegParser } from "../../peg/builder.js";
 import { SchemaInfo } from "../../json-schema/schema-info.js";
@@ -15,7 +15,7 @@ import { standardJsonTools } from "./json-tools.js";
 export type ToolChoiceMode = "auto" | "required" | "none";
 
 /** Where tool calls go and how the section around them looks. */
-export interface ToolSectionFormat {
+export interface ToolSectionSyntax {
   sectionStart: string;
   sectionEnd: string;
   perCallStart: string;
@@ -33,7 +33,7 @@ export interface ToolSectionFormat {
 }
 
 /** How a function name is written in the tag shapes (`<function=` NAME `>` ... `</function>`). */
-export interface ToolFunctionFormat {
+export interface ToolFunctionSyntax {
   namePrefix: string;
   nameSuffix: string;
   argsSeparator?: string;
@@ -41,7 +41,7 @@ export interface ToolFunctionFormat {
 }
 
 /** How arguments are written in the tag shapes. */
-export interface ToolArgumentsFormat {
+export interface ToolArgumentsSyntax {
   start: string;
   end: string;
   namePrefix: string;
@@ -56,7 +56,7 @@ export interface ToolArgumentsFormat {
  * An id the model writes between the function name and the arguments (`[CALL_ID]abc[ARGS]`), or
  * before the name right after the per-call start (`<|tool_call:begin|>abc<|tool_call:name|>f`).
  */
-export interface ToolCallIdFormat {
+export interface ToolCallIdSyntax {
   /**
    * "between_func_and_args" (the default) and "pre_func_name" are parsed; "post_args" is ignored.
    * The reference parses only the first.
@@ -90,7 +90,7 @@ export interface ToolsTree {
 }
 
 /**
- * Reasoning (when the format has a block), then `calls`: the calls-only variant of an output.
+ * Reasoning (when the syntax has a block), then `calls`: the calls-only variant of an output.
  * Whitespace is allowed between the two, none before the calls when there is no reasoning block.
  */
 export function callsAfterReasoning(p: ChatPegBuilder, reasoning: PegParser, calls: PegParser): PegParser {
@@ -143,10 +143,10 @@ function optionalWrappedContent(p: ChatPegBuilder, ctx: ToolsContext): PegParser
 }
 
 /** JSON-native calls (name inside the JSON), after optional content. */
-export function jsonNativeToolsParser(p: ChatPegBuilder, ctx: ToolsContext, format: ToolSectionFormat): ToolsTree {
-  let nameField = format.nameField ?? "name";
-  let argsField = format.argsField ?? "arguments";
-  const functionField = format.functionField ?? "function";
+export function jsonNativeToolsParser(p: ChatPegBuilder, ctx: ToolsContext, section: ToolSectionSyntax): ToolsTree {
+  let nameField = section.nameField ?? "name";
+  let argsField = section.argsField ?? "arguments";
+  const functionField = section.functionField ?? "function";
   if (functionField !== "" && functionField !== "function" && !nameField.includes(".")) {
     nameField = `${functionField}.${nameField}`;
     argsField = `${functionField}.${argsField}`;
@@ -157,32 +157,32 @@ export function jsonNativeToolsParser(p: ChatPegBuilder, ctx: ToolsContext, form
     force: ctx.toolChoice === "required",
     nameKey: nameField,
     argsKey: argsField,
-    arrayWrapped: format.toolsArrayWrapped ?? false,
-    functionIsKey: format.funNameIsKey ?? false,
-    callIdKey: format.idField ?? "",
-    genCallIdKey: format.genIdField ?? "",
-    parametersOrder: format.parameterOrder ?? [],
-    acceptOpenaiWrapper: format.openaiWrapperTrigger ?? false,
+    arrayWrapped: section.toolsArrayWrapped ?? false,
+    functionIsKey: section.funNameIsKey ?? false,
+    callIdKey: section.idField ?? "",
+    genCallIdKey: section.genIdField ?? "",
+    parametersOrder: section.parameterOrder ?? [],
+    acceptOpenaiWrapper: section.openaiWrapperTrigger ?? false,
   };
   let tools: PegParser;
-  if (format.sectionStart === "" && format.perCallStart !== "") {
-    const single = standardJsonTools(p, { ...common, sectionStart: format.perCallStart, sectionEnd: format.perCallEnd });
+  if (section.sectionStart === "" && section.perCallStart !== "") {
+    const single = standardJsonTools(p, { ...common, sectionStart: section.perCallStart, sectionEnd: section.perCallEnd });
     // The reference repeats the per-call block whatever parallel_tool_calls says (Hermes / Qwen 2.5
     // `<tool_call>` blocks: a second call always admitted); beyond it, parallel false is one call.
     tools = p.triggerRule("tool-calls", ctx.parallel || ctx.extended !== true ? p.oneOrMore(p.seq(single, p.space())) : p.seq(single, p.space()));
   } else {
-    tools = standardJsonTools(p, { ...common, sectionStart: format.sectionStart, sectionEnd: format.sectionEnd, commaOptional: format.sectionStart !== "" });
+    tools = standardJsonTools(p, { ...common, sectionStart: section.sectionStart, sectionEnd: section.sectionEnd, commaOptional: section.sectionStart !== "" });
   }
   const callsOnly = p.seq(callsAfterReasoning(p, ctx.reasoning, tools), p.end());
   if (alwaysWrapped(ctx)) return { parser: p.seq(ctx.reasoning, optionalWrappedContent(p, ctx), tools, p.end()), callsOnly };
-  const toolStart = format.sectionStart || format.perCallStart || "{";
+  const toolStart = section.sectionStart || section.perCallStart || "{";
   return { parser: p.seq(ctx.reasoning, p.optional(p.content(p.until(toolStart))), tools, p.end()), callsOnly };
 }
 
 interface FuncParts {
-  fn: ToolFunctionFormat;
-  section: ToolSectionFormat;
-  args: ToolArgumentsFormat;
+  fn: ToolFunctionSyntax;
+  section: ToolSectionSyntax;
+  args: ToolArgumentsSyntax;
 }
 
 /** One call: name tags, optional id, arguments, close (atomic where a partial header must not show). */
@@ -230,18 +230,18 @@ function funcParser(
  * where the id's prefix is the marker that opens the call (the calls wrapper writes it). The call
  * appears once its name has matched, so a partial id never shows.
  */
-function leadingCallId(p: ChatPegBuilder, id: ToolCallIdFormat | undefined, fn: ToolFunctionFormat, section: ToolSectionFormat): PegParser | null {
+function leadingCallId(p: ChatPegBuilder, id: ToolCallIdSyntax | undefined, fn: ToolFunctionSyntax, section: ToolSectionSyntax): PegParser | null {
   if (id?.pos !== "pre_func_name" || id.suffix === "" || !fn.namePrefix.startsWith(id.suffix)) return null;
   if (id.prefix !== (section.perCallStart || section.sectionStart)) return null;
   return p.toolId(p.until(id.suffix));
 }
 
-function hasCallId(id: ToolCallIdFormat | undefined, argsStart: string): id is ToolCallIdFormat {
+function hasCallId(id: ToolCallIdSyntax | undefined, argsStart: string): id is ToolCallIdSyntax {
   return id !== undefined && (id.pos === undefined || id.pos === "between_func_and_args") && id.prefix !== "" && (id.suffix !== "" || argsStart !== "");
 }
 
 /** The tool calls section around `choices`, then the whole output. */
-function wrapCalls(p: ChatPegBuilder, ctx: ToolsContext, section: ToolSectionFormat, choices: PegParser, tagged: boolean): ToolsTree {
+function wrapCalls(p: ChatPegBuilder, ctx: ToolsContext, section: ToolSectionSyntax, choices: PegParser, tagged: boolean): ToolsTree {
   const S = () => p.space();
   let calls: PegParser;
   if (section.perCallStart !== "") {
@@ -280,10 +280,10 @@ function wrapCalls(p: ChatPegBuilder, ctx: ToolsContext, section: ToolSectionFor
 export function tagJsonToolsParser(
   p: ChatPegBuilder,
   ctx: ToolsContext,
-  section: ToolSectionFormat,
-  fn: ToolFunctionFormat,
-  args: ToolArgumentsFormat,
-  callId?: ToolCallIdFormat,
+  section: ToolSectionSyntax,
+  fn: ToolFunctionSyntax,
+  args: ToolArgumentsSyntax,
+  callId?: ToolCallIdSyntax,
 ): ToolsTree {
   // The analysis reads the id section's closing marker as the name's suffix too when the template
   // writes an end marker after the JSON (Mistral Small 3.2 with eos `</s>`: name suffix `[ARGS]`,
@@ -319,10 +319,10 @@ export function tagJsonToolsParser(
 export function tagTaggedToolsParser(
   p: ChatPegBuilder,
   ctx: ToolsContext,
-  section: ToolSectionFormat,
-  fn: ToolFunctionFormat,
-  args: ToolArgumentsFormat,
-  callId?: ToolCallIdFormat,
+  section: ToolSectionSyntax,
+  fn: ToolFunctionSyntax,
+  args: ToolArgumentsSyntax,
+  callId?: ToolCallIdSyntax,
 ): ToolsTree {
   const untilSuffix = p.rule("until-suffix", p.until(args.valueSuffix));
   const choices = p.choice(
