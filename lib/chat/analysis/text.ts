@@ -5,8 +5,7 @@
  * prefixes and suffixes split rendered text exactly where the reference's `std::string` code
  * splits it, multi-byte characters included. Results are turned back into text at the end.
  */
-import { trimWhitespace } from "../normalize.js";
-import { isSpaceChar } from "./pattern.js";
+import { isSpace, trimWhitespace } from "../normalize.js";
 
 /** UTF-8 text -> a string with one char (U+0000..U+00FF) per byte. */
 export function toBytes(text: string): string {
@@ -20,7 +19,7 @@ export function fromBytes(bytes: string): string {
 
 export function trimLeadingWhitespace(s: string): string {
   let start = 0;
-  while (start < s.length && isSpaceChar(s[start]!)) start++;
+  while (start < s.length && isSpace(s[start])) start++;
   return s.slice(start);
 }
 
