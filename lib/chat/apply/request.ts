@@ -15,6 +15,7 @@ import type { TemplateAnalysisOverrides } from "../analysis/types.js";
 import { parseChatMessages, type ChatMessage } from "../messages.js";
 import type { ChatTool } from "../tools.js";
 import { type TemplateLimits, resolveLimits } from "../../jinja/index.js";
+import { isObject } from "../../json-syntax.js";
 
 export type ReasoningFormat = "none" | "auto" | "deepseek";
 
@@ -102,10 +103,6 @@ const TOOL_NAME = /^[a-zA-Z0-9_.-]{1,64}$/;
 
 function invalid(message: string, where: string): never {
   throw new LlamapegError("ERR_INVALID_REQUEST", message, { where });
-}
-
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === "object" && v !== null && !Array.isArray(v);
 }
 
 function optBool(r: Record<string, unknown>, key: string): boolean | undefined {
