@@ -8,6 +8,7 @@ import { BoundedCache, boundedCache, clearCaches, registerCache } from "../../li
 import { applyChatTemplate } from "../../lib/chat/apply/index.js";
 import { clearPlanCache, planShape } from "../../lib/chat/apply/cache.js";
 import { normalizeApplyRequest } from "../../lib/chat/apply/request.js";
+import { gbnfChecked, markGbnfChecked } from "../../lib/gbnf/checked.js";
 
 describe("BoundedCache", () => {
   it("holds at most its limit and drops the least recently used first", () => {
@@ -57,6 +58,16 @@ describe("the registry", () => {
     clearPlanCache();
     expect(other.size).toBe(0);
     expect(applyChatTemplate(src, req).parser).not.toBe(a.parser);
+  });
+});
+
+describe("caches on the registry", () => {
+  it("the checked-grammar cache is emptied by clearCaches", () => {
+    markGbnfChecked('root ::= "a"');
+    expect(gbnfChecked('root ::= "a"')).toBe(true);
+    expect(gbnfChecked('root ::= "a"', "other")).toBe(false);
+    clearCaches();
+    expect(gbnfChecked('root ::= "a"')).toBe(false);
   });
 });
 
