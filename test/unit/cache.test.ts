@@ -9,6 +9,8 @@ import { applyChatTemplate } from "../../lib/chat/apply/index.js";
 import { clearPlanCache, planShape } from "../../lib/chat/apply/cache.js";
 import { normalizeApplyRequest } from "../../lib/chat/apply/request.js";
 import { gbnfChecked, markGbnfChecked } from "../../lib/gbnf/checked.js";
+import type { Model } from "../../lib/llama/model.js";
+import { singleToken } from "../../lib/llama/triggers.js";
 
 describe("BoundedCache", () => {
   it("holds at most its limit and drops the least recently used first", () => {
@@ -68,6 +70,17 @@ describe("caches on the registry", () => {
     expect(gbnfChecked('root ::= "a"', "other")).toBe(false);
     clearCaches();
     expect(gbnfChecked('root ::= "a"')).toBe(false);
+  });
+
+  it("a model's single-token lookups are kept per model and emptied by clearCaches", () => {
+    let calls = 0;
+    const model = { tokenize: (text: string) => (calls++, text === "<tool_call>" ? Int32Array.of(7) : Int32Array.of(1, 2)) } as unknown as Model;
+    expect([singleToken(model, "<tool_call>"), singleToken(model, "two tokens")]).toEqual([7, null]);
+    expect([singleToken(model, "<tool_call>"), singleToken(model, "two tokens")]).toEqual([7, null]);
+    expect(calls).toBe(2);
+    clearCaches();
+    expect(singleToken(model, "<tool_call>")).toBe(7);
+    expect(calls).toBe(3);
   });
 });
 
