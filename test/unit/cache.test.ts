@@ -6,7 +6,8 @@ import { describe, expect, it } from "vitest";
 
 import { BoundedCache, boundedCache, clearCaches, registerCache } from "../../lib/cache.js";
 import { applyChatTemplate } from "../../lib/chat/apply/index.js";
-import { clearPlanCache, planShape } from "../../lib/chat/apply/cache.js";
+import { clearPlanCache, generationPromptShape, planShape } from "../../lib/chat/apply/cache.js";
+import { renderGenerationPrompt } from "../../lib/chat/apply/render.js";
 import { normalizeApplyRequest } from "../../lib/chat/apply/request.js";
 import { gbnfChecked, markGbnfChecked } from "../../lib/gbnf/checked.js";
 import type { Model } from "../../lib/llama/model.js";
@@ -104,5 +105,27 @@ describe("the plan key", () => {
     expect(direct.warnings.every((w) => w.startsWith("json_schema:"))).toBe(true);
     expect(viaFormat.warnings.length).toBeGreaterThan(0);
     expect(viaFormat.warnings.every((w) => w.startsWith("response_format.json_schema.schema:"))).toBe(true);
+  });
+});
+
+describe("the generation prompt key", () => {
+  it("is a projection that holds reference mode, not the clock", () => {
+    const req = normalizeApplyRequest({ messages: [{ role: "user", content: "x" }], now: new Date(0) });
+    const shape = generationPromptShape(req);
+    expect(Object.keys(shape)).toContain("referenceMode");
+    expect(Object.keys(shape)).not.toContain("now");
+    expect(generationPromptShape({ ...req, referenceMode: true })).not.toEqual(shape);
+  });
+
+  it("tells reference mode apart: it changes how the generation prompt prints floats", () => {
+    clearPlanCache();
+    // without add_generation_prompt the render ends "0.1234": the generation prompt is what follows
+    // it, "57X" with reference printing (0.123457), "5657X" with Python's (0.12345657)
+    const src = "{{ messages[0].content }}{% if add_generation_prompt %}{{ t | tojson }}X{% else %}0.1234{% endif %}";
+    const req = { messages: [{ role: "user", content: "hi" }], chat_template_kwargs: { t: 0.12345657 } };
+    expect(applyChatTemplate(src, { ...req, reference_mode: true }).generationPrompt).toBe(renderGenerationPrompt(src, { ...req, reference_mode: true }));
+    // the reference-mode entry ("57X") is a suffix of this prompt: a key without referenceMode took it
+    expect(applyChatTemplate(src, req).generationPrompt).toBe(renderGenerationPrompt(src, req));
+    expect(renderGenerationPrompt(src, req)).toBe("5657X");
   });
 });
