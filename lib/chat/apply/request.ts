@@ -199,6 +199,7 @@ function compiles(schema: Record<string, unknown> | null, where: string, referen
   try {
     checkSchemaDepth(schema, "#"); // before JSON.stringify recurses over it
     text = JSON.stringify(schema);
+    // every input of the compile: the schema and its mode (the other option is fixed; a failure is not kept)
     const key = `${referenceMode ? "r" : "d"}${text}`;
     if (compiled.get(key) !== undefined) return schema;
     compileJsonSchema(schema, { unsupported: "ignore", schemaMode: referenceMode ? "reference" : "default" });
