@@ -97,5 +97,5 @@ export function internalError(message: string, where?: string): LlamapegError {
 }
 
 export function assertNever(value: never, what = "value"): never {
-  throw new LlamapegError("ERR_INTERNAL", `unexpected ${what}: ${JSON.stringify(value)}`);
+  throw internalError(`unexpected ${what}: ${JSON.stringify(value)}`);
 }

@@ -112,4 +112,9 @@ export function findJsonSyntaxError(text: string): JsonSyntaxError | null {
 }
 
 /** 1-based line and column (in UTF-16 units, as editors count) of `offset`. */
+/** Whether `v` is a JSON object: an object that is neither null nor an array. */
+export function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
 export { lineColumn } from "./line-column.js";

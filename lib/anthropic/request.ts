@@ -6,7 +6,8 @@
  * honoured, ignored by design, or a 400 naming it.
  */
 import { invalidRequest } from "../openai/errors.js";
-import { checkFields, honoured, ignored, isRecord, SAMPLING_EXTENSIONS, unsupported, type FieldRule } from "../openai/field-contract.js";
+import { isObject } from "../json-syntax.js";
+import { checkFields, honoured, ignored, SAMPLING_EXTENSIONS, unsupported, type FieldRule } from "../openai/field-contract.js";
 import type { ChatCompletionRequest } from "../openai/types.js";
 
 export const MESSAGES_FIELDS: Readonly<Record<string, FieldRule>> = {
@@ -43,7 +44,7 @@ type ChatMessage = Record<string, unknown> & { role: string };
 function blocksOf(content: unknown, where: string): Record<string, unknown>[] {
   if (typeof content === "string") return [{ type: "text", text: content }];
   if (!Array.isArray(content)) return invalidRequest(where, "expected a string or an array of content blocks");
-  return content.map((b: unknown, j) => (isRecord(b) ? b : invalidRequest(`${where}[${j}]`, "expected a content block object")));
+  return content.map((b: unknown, j) => (isObject(b) ? b : invalidRequest(`${where}[${j}]`, "expected a content block object")));
 }
 
 function textBlock(b: Record<string, unknown>, where: string): string {
@@ -67,14 +68,14 @@ export function chatMessages(messages: unknown, system: unknown): ChatMessage[] 
       typeof system === "string"
         ? system
         : Array.isArray(system)
-          ? system.map((b: unknown, i) => (isRecord(b) && b.type === "text" ? textBlock(b, `system[${i}]`) : invalidRequest(`system[${i}]`, "expected a text block"))).join("\n")
+          ? system.map((b: unknown, i) => (isObject(b) && b.type === "text" ? textBlock(b, `system[${i}]`) : invalidRequest(`system[${i}]`, "expected a text block"))).join("\n")
           : invalidRequest("system", "expected a string or an array of text blocks");
     out.push({ role: "system", content: text });
   }
   if (!Array.isArray(messages)) return invalidRequest("messages", "expected an array of messages");
   messages.forEach((m: unknown, i) => {
     const where = `messages[${i}]`;
-    if (!isRecord(m)) invalidRequest(where, "expected a message object");
+    if (!isObject(m)) invalidRequest(where, "expected a message object");
     if (m.role !== "user" && m.role !== "assistant") invalidRequest(`${where}.role`, `expected "user" or "assistant", got ${JSON.stringify(m.role)}`);
     const blocks = blocksOf(m.content, `${where}.content`);
     if (m.role === "assistant") {
@@ -116,10 +117,10 @@ function chatTools(tools: unknown): unknown[] {
   if (tools === undefined || tools === null) return [];
   if (!Array.isArray(tools)) return invalidRequest("tools", "expected an array of tools");
   return tools.map((t: unknown, i) => {
-    if (!isRecord(t)) invalidRequest(`tools[${i}]`, "expected a tool object");
+    if (!isObject(t)) invalidRequest(`tools[${i}]`, "expected a tool object");
     if (t.type !== undefined && t.type !== null && t.type !== "custom") invalidRequest(`tools[${i}].type`, `only custom (client) tools are supported, there are no server tools here; got ${JSON.stringify(t.type)}`);
     if (typeof t.name !== "string" || t.name === "") invalidRequest(`tools[${i}].name`, "expected a non-empty string");
-    if (!isRecord(t.input_schema)) invalidRequest(`tools[${i}].input_schema`, "expected a JSON Schema object");
+    if (!isObject(t.input_schema)) invalidRequest(`tools[${i}].input_schema`, "expected a JSON Schema object");
     return { type: "function", function: { name: t.name, ...(typeof t.description === "string" ? { description: t.description } : {}), parameters: t.input_schema, ...(typeof t.strict === "boolean" ? { strict: t.strict } : {}) } };
   });
 }
@@ -127,7 +128,7 @@ function chatTools(tools: unknown): unknown[] {
 /** tool_choice as the chat form, and whether calls may come several at once (Anthropic's default: yes). */
 function chatToolChoice(choice: unknown): { choice: unknown; parallel: boolean } {
   if (choice === undefined || choice === null) return { choice: undefined, parallel: true };
-  if (!isRecord(choice)) return invalidRequest("tool_choice", "expected {type}");
+  if (!isObject(choice)) return invalidRequest("tool_choice", "expected {type}");
   const parallel = choice.disable_parallel_tool_use !== true;
   switch (choice.type) {
     case "auto":
@@ -153,7 +154,7 @@ function chatToolChoice(choice: unknown): { choice: unknown; parallel: boolean }
  */
 function reasoningFields(thinking: unknown, effort: unknown): { reasoning_effort?: string; reasoning_budget_tokens?: number } {
   if (thinking !== undefined && thinking !== null) {
-    if (!isRecord(thinking)) return invalidRequest("thinking", "expected {type}");
+    if (!isObject(thinking)) return invalidRequest("thinking", "expected {type}");
     if (thinking.type === "disabled") return { reasoning_effort: "none" };
     if (thinking.type === "enabled") {
       const budget = thinking.budget_tokens;
@@ -173,11 +174,11 @@ function reasoningFields(thinking: unknown, effort: unknown): { reasoning_effort
 
 function outputFormat(config: unknown): { effort: unknown; format: unknown } {
   if (config === undefined || config === null) return { effort: undefined, format: undefined };
-  if (!isRecord(config)) return invalidRequest("output_config", "expected {effort, format}");
+  if (!isObject(config)) return invalidRequest("output_config", "expected {effort, format}");
   for (const k of Object.keys(config)) if (k !== "effort" && k !== "format") invalidRequest(`output_config.${k}`, "unknown field");
   const f = config.format;
   if (f === undefined || f === null) return { effort: config.effort, format: undefined };
-  if (!isRecord(f) || f.type !== "json_schema" || !isRecord(f.schema)) return invalidRequest("output_config.format", 'expected {type: "json_schema", schema}');
+  if (!isObject(f) || f.type !== "json_schema" || !isObject(f.schema)) return invalidRequest("output_config.format", 'expected {type: "json_schema", schema}');
   return { effort: config.effort, format: { type: "json_schema", json_schema: { name: "output", schema: f.schema } } };
 }
 

@@ -6,6 +6,7 @@
  * Validation errors name the offending field (`messages[3].tool_calls[0].function.name`).
  */
 import { LlamapegError } from "../errors.js";
+import { isObject } from "../json-syntax.js";
 
 export type ChatRole = "system" | "developer" | "user" | "assistant" | "tool" | (string & {});
 
@@ -75,10 +76,6 @@ function describe(value: unknown): string {
   if (value === null) return "null";
   if (Array.isArray(value)) return "an array";
   return typeof value === "object" ? "an object" : `${typeof value} ${JSON.stringify(value)}`;
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 function optionalString(obj: Record<string, unknown>, key: string, where: string): string | undefined {

@@ -14,6 +14,15 @@ export function trimTrailingSpace(s: string): string {
   return end === s.length ? s : s.slice(0, end);
 }
 
+/** Strips C-locale whitespace at both ends (the reference's `trim_whitespace`). */
+export function trimWhitespace(s: string): string {
+  let a = 0;
+  let b = s.length;
+  while (a < b && isSpace(s[a])) a++;
+  while (b > a && isSpace(s[b - 1])) b--;
+  return s.slice(a, b);
+}
+
 /** At most one leading space removed, all trailing space removed (the reference's `trim`). */
 export function trimArgName(s: string): string {
   return trimTrailingSpace(isSpace(s[0]) ? s.slice(1) : s);

@@ -11,16 +11,10 @@ import { mapChatAst, type MapperAst, type MapperNode } from "./mapper.js";
 import { closeCutCalls, describeCutCall } from "./cut-calls.js";
 import { emptyAssistantMessage, type AssistantMessage } from "./messages.js";
 import type { ChatInputParser, ChatPlan } from "./plan.js";
-import { completeUtf8Prefix } from "./text-fields.js";
+import { decodeRange } from "./text-fields.js";
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder("utf-8");
-
-/** Decodes bytes [start, end); on partial input a character cut by the end of the input is left out. */
-function decodeRange(bytes: Uint8Array, start: number, end: number, partial: boolean): string {
-  if (partial && end === bytes.length) end = Math.max(start, completeUtf8Prefix(bytes, end));
-  return end > start ? decoder.decode(bytes.subarray(start, end)) : "";
-}
 
 interface AstNodeRef extends MapperNode {
   readonly id: number;

@@ -20,7 +20,7 @@ import { type MessageView } from "./diff.js";
 import { type CallState, MAPPED_TAGS, MapperCore, type NodeReader } from "./mapper.js";
 import { emptyAssistantMessage, type AssistantMessage } from "./messages.js";
 import { TAG } from "./tags.js";
-import { Field, RangeTexts, TF_PLAIN, completeUtf8Prefix } from "./text-fields.js";
+import { Field, RangeTexts, TF_PLAIN, completeUtf8Prefix, decodeRange } from "./text-fields.js";
 
 interface Level {
   /** node whose children this level lists (-1: the roots); the id it had in the last frame */
@@ -63,8 +63,6 @@ export interface StreamFrame {
 const OPAQUE = 0;
 const TRANSPARENT = 1;
 const READS = 2;
-
-const decoder = new TextDecoder("utf-8");
 
 /** The reader and state machine of one frame (one per mapper, re-aimed at each frame's AST). */
 class Walk {
@@ -133,11 +131,6 @@ class Walk {
     const head = decodeRange(this.bytes, start, Math.min(this.ast.end(id), start + 8), this.partial && this.ast.end(id) <= start + 8);
     return head.length > 0 && head[0] !== "{" ? READS : OPAQUE;
   }
-}
-
-function decodeRange(bytes: Uint8Array, start: number, end: number, partial: boolean): string {
-  if (partial && end === bytes.length) end = Math.max(start, completeUtf8Prefix(bytes, end));
-  return end > start ? decoder.decode(bytes.subarray(start, end)) : "";
 }
 
 /** One walk frame: the children of `parent` (-1: roots) from `next`; `level` when on the checkpoint path. */

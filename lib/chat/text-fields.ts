@@ -253,6 +253,12 @@ export function completeUtf8Prefix(bytes: Uint8Array, end: number): number {
   return end;
 }
 
+/** Decodes bytes [start, end); on partial input a character cut by the end of the input is left out. */
+export function decodeRange(bytes: Uint8Array, start: number, end: number, partial: boolean): string {
+  if (partial && end === bytes.length) end = Math.max(start, completeUtf8Prefix(bytes, end));
+  return end > start ? firstDecoder.decode(bytes.subarray(start, end)) : "";
+}
+
 /** Whether a decoder that started at `start` is between characters at `end` (nothing pending). */
 function cleanEnd(bytes: Uint8Array, start: number, end: number): boolean {
   for (let back = 1; back <= 3 && end - back >= start; back++) {

@@ -16,6 +16,7 @@
  */
 import type { ChatTool } from "../chat/tools.js";
 import { loadModel, type Context } from "../llama/index.js";
+import { SAMPLING_FIELDS } from "../llama/sampling-params.js";
 import { createChatCompletion, validateJson, type ChatCompletion, type ChatCompletionRequest } from "../openai/index.js";
 import { ensureTestModel, type TestModelSize } from "../test-model/index.js";
 import { intFlag, parseFlags, stringFlag } from "./args.js";
@@ -196,7 +197,7 @@ export async function benchCommand(argv: string[]): Promise<void> {
       contextSize: Math.max(4096, Math.max(maxTokens, ...lengths) + 1024),
       ...(values.threads === undefined ? {} : { threads: intFlag(values, "threads", 1, 1, 1024) }),
     });
-    const base: ChatCompletionRequest = { messages: [{ role: "user", content: (values.prompt as string | undefined) ?? DEMO_PROMPT }], tools, max_tokens: maxTokens, temperature: 0.8 };
+    const base: ChatCompletionRequest = { messages: [{ role: "user", content: (values.prompt as string | undefined) ?? DEMO_PROMPT }], tools, max_tokens: maxTokens, temperature: SAMPLING_FIELDS.temperature.default };
     await createChatCompletion(context, { ...base, max_tokens: 1 }); // warm-up: the prompt is in the KV cache for every mode
     const summaries: BenchSummary[] = [];
     for (const mode of modes) {

@@ -9,6 +9,7 @@ import { readFileSync } from "node:fs";
 import type { ChatTool } from "../chat/tools.js";
 import { LlamapegError } from "../errors.js";
 import { loadModel, type Context, type ContextOptions } from "../llama/index.js";
+import { SAMPLING_FIELDS } from "../llama/sampling-params.js";
 import type { ChatCompletionRequest, ToolChoice } from "../openai/index.js";
 import { ensureTestModel } from "../test-model/index.js";
 import { intFlag, numFlag, parseFlags, stringFlag, toolChoiceFlag } from "./args.js";
@@ -21,6 +22,9 @@ import { readStdin } from "./stdin.js";
 import { styleFor } from "./style.js";
 import { readToolsFile } from "./tools-file.js";
 import { UsageError } from "./usage-error.js";
+
+/** --temperature: the sampler's default, and the range a request may give. */
+const TEMPERATURE = SAMPLING_FIELDS.temperature;
 
 export const CHAT_SUMMARY = "a tool-calling chat (the main job)";
 
@@ -40,7 +44,7 @@ export const CHAT_USAGE = `llamapeg chat [options]
   --json                print the final chat.completion object instead of the human view
   --record FILE         save the generation (plan, token ids, pieces) for offline replay
   --max-tokens N        default 256
-  --temperature T       default 0.8 (0 = greedy)
+  --temperature T       default ${TEMPERATURE.default} (0 = greedy)
   --seed N              default random
   --threads N           compute threads (default: all cores)
   --context-size N      default 4096
@@ -112,7 +116,7 @@ export async function chatCommand(argv: string[]): Promise<void> {
     ...(templatePath !== undefined ? { chat_template: readTemplate(templatePath) } : {}),
     ...(values["no-grammar"] === true ? { grammar: false as const } : {}),
     max_tokens: intFlag(values, "max-tokens", 256, 1, 1 << 20),
-    temperature: numFlag(values, "temperature", 0.8, 0, 2),
+    temperature: numFlag(values, "temperature", TEMPERATURE.default, TEMPERATURE.min, TEMPERATURE.request.max),
     ...(values.seed === undefined ? {} : { seed: intFlag(values, "seed", 0, 0, 0xffffffff) }),
   };
   const contextSize = intFlag(values, "context-size", 4096, 64, 1 << 24);

@@ -2,20 +2,20 @@
  * Grammars known to pass `checkGbnf` with a root, by their exact text: the server's planning
  * thread checks a plan's grammar there (lib/server/plan-worker.ts) and tells the event loop, so
  * `generate()` need not check the same text again on it (a 128-tool grammar takes a quarter of a
- * second on a busy machine). Keyed by the whole text: an equal text checks equally.
+ * second on a busy machine). Keyed by the whole text: an equal text checks equally. Emptied by
+ * `clearCaches` (lib/cache.ts): a grammar not known is checked again.
  */
+import { boundedCache } from "../cache.js";
+
 const KEPT = 64;
-const known = new Map<string, true>();
+const known = boundedCache<string, true>(KEPT);
 
 function key(gbnf: string, root: string): string {
   return `${root}\0${gbnf}`;
 }
 
 export function markGbnfChecked(gbnf: string, root = "root"): void {
-  const k = key(gbnf, root);
-  known.delete(k);
-  known.set(k, true);
-  if (known.size > KEPT) known.delete(known.keys().next().value!);
+  known.set(key(gbnf, root), true);
 }
 
 export function gbnfChecked(gbnf: string, root = "root"): boolean {

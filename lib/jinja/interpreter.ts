@@ -9,7 +9,7 @@
  * library supplies what it does well: the lexer (with lstrip_blocks/trim_blocks) and the parser.
  */
 import type { Identifier, Node, NodeOf } from "./ast.js";
-import { GLOBALS, builtinsOf, isIn } from "./builtins.js";
+import { type Builtin, GLOBALS, builtinsOf, isIn } from "./builtins.js";
 import { TemplateLimitError } from "./errors.js";
 import {
   Budget,
@@ -99,13 +99,13 @@ function loopObject(kept: readonly JValue[], i: number, stats: boolean): ValueOf
   return { kind: "object", entries, builtins: false };
 }
 
-/** "test_is_<name>", made once per test name (a concatenation would be hashed anew on every lookup). */
-const testNames = new Map<string, string>();
-function testName(test: string): string {
-  let name = testNames.get(test);
-  if (name === undefined) testNames.set(test, (name = "test_is_" + test));
-  return name;
-}
+/**
+ * A test's name -> its global ("test_is_<name>") and function, made once (a concatenation would be
+ * hashed anew on every lookup). Not a cache: one entry per test GLOBALS defines, a fixed set.
+ */
+const TESTS: ReadonlyMap<string, { name: string; fn: Builtin }> = new Map(
+  [...GLOBALS].flatMap(([name, fn]) => (name.startsWith("test_is_") ? [[name.slice("test_is_".length), { name, fn }] as const] : [])),
+);
 
 /** `[self, ...args]` without the iterator protocol. */
 function withSelf(self: JValue, args: readonly JValue[]): JValue[] {
@@ -295,10 +295,9 @@ export class Evaluator {
         return this.block(truthy(this.eval(node.test, scope)) ? node.body : node.alternate, scope);
       case "TestExpression": {
         const input = this.eval(node.operand, scope);
-        const name = testName(node.test.value);
-        const test = GLOBALS.get(name);
+        const test = TESTS.get(node.test.value);
         if (!test) throw new TemplateRuntimeError(`Unknown test '${node.test.value}'`);
-        const r = truthy(test({ name, args: [input], rt: this.rt }));
+        const r = truthy(test.fn({ name: test.name, args: [input], rt: this.rt }));
         return this.bool(node.negate ? !r : r);
       }
       case "FilterExpression":

@@ -8,7 +8,7 @@
  * compared with its data (`convertsTo`) and dropped if it changed. Nothing else about a render
  * depends on whether a value was reused: conversion runs outside the render budget either way.
  */
-import { registerCache } from "../cache.js";
+import { boundedCache } from "../cache.js";
 import { type JValue, JsonFloat, PLAIN_WORD, STRUCTURAL_KEYS, changeCount, fromJS } from "./value.js";
 
 interface Kept {
@@ -18,11 +18,15 @@ interface Kept {
   tape: unknown[];
 }
 
-/** Per variable name, the most recent conversions (most recent last). */
+/**
+ * Per variable name (the renderer names a few), the most recent conversions (most recent last).
+ * The names are a BoundedCache; each name's list keeps its own rule, not a BoundedCache's: a
+ * value is found by comparing data (not by a key), and is taken out while a render uses it and
+ * put back only if the render left it as it was.
+ */
+const KEPT_NAMES = 16;
 const KEPT_PER_NAME = 4;
-const kept = new Map<string, Kept[]>();
-// bounded by its names (the renderer's few reusable variables) and KEPT_PER_NAME
-registerCache(kept);
+const kept = boundedCache<string, Kept[]>(KEPT_NAMES);
 
 /** A value converted for this render, and how to keep it afterwards. */
 export interface Converted {

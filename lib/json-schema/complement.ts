@@ -15,9 +15,9 @@ import { EXCLUDED_STRINGS, FORBIDDEN, NON_INTEGER } from "./markers.js";
 import { mergeSchemas } from "./merge.js";
 import { stringsDfa, union, type Dfa } from "./regex-dfa.js";
 import type { Verdict } from "./validate-value.js";
+import { isObject } from "../json-syntax.js";
 
 type Json = Record<string, unknown>;
-const isObject = (v: unknown): v is Json => typeof v === "object" && v !== null && !Array.isArray(v);
 const has = (o: Json, k: string): boolean => Object.hasOwn(o, k);
 
 const TYPES: JsonType[] = ["string", "number", "integer", "boolean", "null", "array", "object"];

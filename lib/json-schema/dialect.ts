@@ -7,9 +7,7 @@
  * reference counterpart (llama.cpp applies neither rule consistently).
  */
 import { ASSERTION_KEYWORDS } from "./keywords.js";
-
-type Json = Record<string, unknown>;
-const isObject = (v: unknown): v is Json => typeof v === "object" && v !== null && !Array.isArray(v);
+import { isObject } from "../json-syntax.js";
 
 /** Members whose values are named subschemas (a property called "$ref" is a property). */
 const NAME_MAPS = new Set(["properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies"]);

@@ -14,9 +14,9 @@ import { stringSchemaDfa } from "./key-regions.js";
 import { intersect, isEmpty, type Dfa } from "./regex-dfa.js";
 import type { RefTable } from "./refs.js";
 import { enumeratedValues, type ValueValidator } from "./validate-value.js";
+import { isObject } from "../json-syntax.js";
 
 type Json = Record<string, unknown>;
-const isObject = (v: unknown): v is Json => typeof v === "object" && v !== null && !Array.isArray(v);
 const has = (o: Json, k: string): boolean => Object.hasOwn(o, k);
 
 const TYPES = ["null", "boolean", "string", "number", "array", "object"] as const;

@@ -11,9 +11,7 @@ import { ANY_STRING, accepts, complement, difference, intersect, isEmpty, minimi
 import { FORMAT_PATTERNS } from "./formats.js";
 import { patternDfa } from "./regex-gbnf.js";
 import type { RefTable } from "./refs.js";
-
-type Json = Record<string, unknown>;
-const isObject = (v: unknown): v is Json => typeof v === "object" && v !== null && !Array.isArray(v);
+import { isObject } from "../json-syntax.js";
 
 export interface KeyRegion {
   readonly keys: Dfa;

@@ -8,9 +8,9 @@
  */
 import { ASSERTION_KEYWORDS } from "./keywords.js";
 import { jsonDump } from "./literal.js";
+import { isObject } from "../json-syntax.js";
 
 type Json = Record<string, unknown>;
-const isObject = (v: unknown): v is Json => typeof v === "object" && v !== null && !Array.isArray(v);
 
 export class MergeConflict extends Error {
   /** `empty`: the two sides have no value in common (not a merge this module lacks). */

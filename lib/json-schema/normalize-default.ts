@@ -24,9 +24,9 @@ import { patternDfa } from "./regex-gbnf.js";
 import { difference, isEmpty, minimize, type Dfa } from "./regex-dfa.js";
 import type { RefTable } from "./refs.js";
 import type { Reporter } from "./report.js";
+import { isObject } from "../json-syntax.js";
 
 type Json = Record<string, unknown>;
-const isObject = (v: unknown): v is Json => typeof v === "object" && v !== null && !Array.isArray(v);
 const has = (o: Json, k: string): boolean => Object.hasOwn(o, k);
 
 const OBJECT_WORDS = ["properties", "required", "additionalProperties", "patternProperties", "propertyNames", "minProperties", "maxProperties", "dependentRequired", "dependentSchemas", "dependencies", "unevaluatedProperties"];

@@ -15,6 +15,7 @@ import { constrains, isVacuous, JSON_TYPES, typeOfValue, valueHasType, ASSERTION
 import type { Dfa } from "./regex-dfa.js";
 import type { RefTable } from "./refs.js";
 import type { Reporter } from "./report.js";
+import { isObject } from "../json-syntax.js";
 
 export type SchemaNode =
   | { kind: "ref"; ref: string }
@@ -75,7 +76,6 @@ export interface Property {
 
 type Json = Record<string, unknown>;
 
-const isObject = (v: unknown): v is Json => typeof v === "object" && v !== null && !Array.isArray(v);
 const has = (o: Json, k: string): boolean => Object.hasOwn(o, k);
 const INT64_MIN = -(2n ** 63n);
 const INT64_MAX = 2n ** 63n - 1n;

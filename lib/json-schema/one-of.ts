@@ -17,9 +17,9 @@ import { InvalidPattern, UnsupportedPattern } from "./pattern.js";
 import { difference, minimize, stringsDfa, union } from "./regex-dfa.js";
 import type { RefTable } from "./refs.js";
 import { enumeratedValues } from "./validate-value.js";
+import { isObject } from "../json-syntax.js";
 
 type Json = Record<string, unknown>;
-const isObject = (v: unknown): v is Json => typeof v === "object" && v !== null && !Array.isArray(v);
 
 const ALL_TYPES: JsonType[] = ["string", "number", "boolean", "null", "array", "object"];
 const OBJECT_WORDS = ["properties", "required", "additionalProperties", "patternProperties", "propertyNames", "minProperties", "maxProperties", "dependentRequired", "dependentSchemas", "dependencies", "unevaluatedProperties"];

@@ -6,6 +6,7 @@
  * reusing the first.
  */
 import { jsonDump, pointerJoin } from "./literal.js";
+import { isObject } from "../json-syntax.js";
 /** Where resolution problems go; `Reporter` throws on invalid refs, SchemaInfo ignores them. */
 export interface RefReporter {
   unsupported(keyword: string, message: string, where: string): void;
@@ -19,8 +20,6 @@ export interface RefTarget {
 }
 
 export type RefTable = Map<string, RefTarget>;
-
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 
 function decodeToken(token: string): string {
   return token.replace(/~1/g, "/").replace(/~0/g, "~");

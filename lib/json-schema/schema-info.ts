@@ -5,8 +5,8 @@
  */
 import { checkSchemaDepth } from "./depth.js";
 import { resolveRefs, type RefTable } from "./refs.js";
+import { isObject } from "../json-syntax.js";
 
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 const STRING_FORMATS = new Set(["date", "time", "date-time", "uri", "email", "hostname", "ipv4", "ipv6", "uuid"]);
 
 export class SchemaInfo {

@@ -11,9 +11,9 @@
 import { jsonDump } from "./literal.js";
 import { FORMAT_PATTERNS, UNSUPPORTED_FORMATS } from "./formats.js";
 import type { RefTable } from "./refs.js";
+import { isObject } from "../json-syntax.js";
 
 type Json = Record<string, unknown>;
-const isObject = (v: unknown): v is Json => typeof v === "object" && v !== null && !Array.isArray(v);
 const has = (o: Json, k: string): boolean => Object.hasOwn(o, k);
 
 /** Three-valued logic: `null` is "cannot decide". */

@@ -322,13 +322,5 @@ function statsOf(final: NativeFinal): GenerationStats {
 }
 
 function decodeAll(chunks: Uint8Array[]): string {
-  let size = 0;
-  for (const c of chunks) size += c.length;
-  const all = new Uint8Array(size);
-  let at = 0;
-  for (const c of chunks) {
-    all.set(c, at);
-    at += c.length;
-  }
-  return new TextDecoder().decode(all);
+  return new TextDecoder().decode(Buffer.concat(chunks));
 }

@@ -14,12 +14,14 @@
  * To add a numeric sampling field, add one row to SAMPLING_FIELDS: its default, its range in
  * `context.generate()`, its OpenAI request key (and range there, when it differs) if requests may
  * set it, its llama-server /completion key; then read it in native/generation.cpp (next to
- * `minP`) and add it to NativeGenerateOptions (lib/native/binding.ts). The type, the request
- * check, the copies, the defaults and the llama-server body all follow from the row. Fields of
- * other kinds (a map, a switch) go in `SamplingOptions` and `SAMPLING_KEYS` by hand, as
+ * `minP`), and add it, with its documentation, to `SamplingOptions` and to NativeGenerateOptions
+ * (lib/native/binding.ts): the checks below this table fail to compile until both have it. The
+ * request check, the copies, the defaults and the llama-server body all follow from the row.
+ * Fields of other kinds (a map, a switch) go in `SamplingOptions` and `SAMPLING_KEYS` by hand, as
  * `logitBias` and `logprobs` do.
  */
 import { ArgumentRangeError, ArgumentTypeError } from "../errors.js";
+import type { NativeGenerateOptions } from "../native/binding.js";
 import { int, num } from "./validate.js";
 
 interface NumericField {
@@ -102,6 +104,17 @@ const NUMERIC_KEYS = Object.keys(SAMPLING_FIELDS) as NumericSamplingField[];
 export const SAMPLING_KEYS = [...NUMERIC_KEYS, "logitBias", "logprobs", "topLogprobs"] as const satisfies readonly (keyof SamplingOptions)[];
 
 export type SamplingKey = (typeof SAMPLING_KEYS)[number];
+
+/** Whether A and B are one type (for the compile-time checks below). */
+type Same<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false;
+
+// `SamplingOptions` is written out for the documentation users see (a type mapped from the table
+// would show the table's comments); these fail to compile when it and the table differ: its keys
+// are the table's and SAMPLING_KEYS' others, each numeric one an optional number.
+true satisfies Same<keyof SamplingOptions, SamplingKey>;
+true satisfies Same<Pick<SamplingOptions, NumericSamplingField>, Partial<SamplingParams>>;
+// NativeGenerateOptions (lib/native, below this layer, cannot import it) takes SamplingParams whole.
+true satisfies Same<Pick<NativeGenerateOptions, NumericSamplingField>, SamplingParams>;
 
 /** The sampling fields `o` sets (undefined ones left out), as one object to spread into the next shape. */
 export function pickSampling<T extends SamplingOptions>(o: T): Pick<T, SamplingKey> {

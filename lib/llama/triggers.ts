@@ -7,6 +7,7 @@
  * tokenizes them); `pattern_full` is an anchored pattern; a token trigger by text is its id when
  * the text is one token, else a word.
  */
+import { BoundedCache, registerCache } from "../cache.js";
 import type { Model } from "./model.js";
 
 /** A grammar trigger as a plan gives it (llama.cpp's `common_grammar_trigger` kinds). */
@@ -109,8 +110,14 @@ export async function mapTriggersAsync(triggers: readonly GrammarTrigger[], voca
   return mapTriggers(triggers, { singleToken: (text) => singles.get(text) ?? null, isControl: (_id, text) => control.get(text) === true });
 }
 
-/** Per model: text -> its token id when it is one token, else null. */
-const singleTokens = new WeakMap<Model, Map<string, number | null>>();
+/**
+ * Per model, held weakly (a model no longer referenced takes its entry with it): text -> its token
+ * id when it is one token, else null; the SINGLE_TOKENS texts used last (trigger words hold tool names).
+ */
+const SINGLE_TOKENS = 1024;
+let singleTokens = new WeakMap<Model, BoundedCache<string, number | null>>();
+// a WeakMap cannot be emptied: clearCaches replaces it
+registerCache({ clear: () => void (singleTokens = new WeakMap()) });
 
 /** A local model's vocabulary for `mapTriggers` (single-token lookups cached per model). */
 export function modelVocabulary(model: Model): TriggerVocabulary {
@@ -120,12 +127,9 @@ export function modelVocabulary(model: Model): TriggerVocabulary {
 /** `text`'s token id when it is one token of `model` (special-token parsing on), else null. */
 export function singleToken(model: Model, text: string): number | null {
   let known = singleTokens.get(model);
-  if (known === undefined) singleTokens.set(model, (known = new Map()));
-  let id = known.get(text);
-  if (id === undefined) {
+  if (known === undefined) singleTokens.set(model, (known = new BoundedCache(SINGLE_TOKENS)));
+  return known.getOrSet(text, () => {
     const ids = model.tokenize(text, { addSpecial: false, parseSpecial: true });
-    id = ids.length === 1 ? ids[0]! : null;
-    known.set(text, id);
-  }
-  return id;
+    return ids.length === 1 ? ids[0]! : null;
+  });
 }

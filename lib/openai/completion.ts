@@ -6,7 +6,7 @@
  */
 import { segmentByteRanges } from "../chat/prompt.js";
 import type { TemplateLimits } from "../jinja/index.js";
-import { LlamapegError } from "../errors.js";
+import { LlamapegError, internalError } from "../errors.js";
 import { randomBytes } from "node:crypto";
 
 import type { GeneratedToken, GenerationStats } from "../llama/generation.js";
@@ -339,7 +339,7 @@ class LogprobCollector {
 
   async add(item: GeneratedToken): Promise<void> {
     const x = item.extra;
-    if (x === undefined || x.ids.length === 0) throw new LlamapegError("ERR_INTERNAL", "the target reported no log probability for a sampled token", { where: "logprobs" });
+    if (x === undefined || x.ids.length === 0) throw internalError("the target reported no log probability for a sampled token", "logprobs");
     const top: TopLogprob[] = [];
     for (let k = 1; k < x.ids.length; k++) top.push(entry(await this.#piece(x.ids[k]!), x.values[k]!));
     const e: TokenLogprob = { ...entry(item.piece, x.values[0]!), top_logprobs: top };
@@ -362,7 +362,7 @@ class LogprobCollector {
   async #piece(token: number): Promise<Uint8Array> {
     let piece = this.#pieces.get(token);
     if (piece === undefined) {
-      if (this.#target.tokenPiece === undefined) throw new LlamapegError("ERR_INTERNAL", "the target cannot name the top_logprobs tokens (no tokenPiece)", { where: "top_logprobs" });
+      if (this.#target.tokenPiece === undefined) throw internalError("the target cannot name the top_logprobs tokens (no tokenPiece)", "top_logprobs");
       piece = await this.#target.tokenPiece(token);
       this.#pieces.set(token, piece);
     }

@@ -28,10 +28,6 @@ export function checkFields(table: Readonly<Record<string, FieldRule>>, r: Recor
   }
 }
 
-export function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === "object" && v !== null && !Array.isArray(v);
-}
-
 /** The Chat Completions sampling keys that are not OpenAI's own on every endpoint (llama.cpp's extensions, seed, the penalties). */
 export const SAMPLING_EXTENSION_KEYS: readonly string[] = SAMPLING_REQUEST_KEYS.filter((k) => k !== "temperature" && k !== "top_p");
 

@@ -10,6 +10,7 @@ import { checkRequestSize } from "./request-limits.js";
 import { checkRequestFields, resolveAllowedTools } from "./request-fields.js";
 import { requestReasoning, type RequestReasoningBudget } from "./reasoning.js";
 import type { ChatCompletionRequest } from "./types.js";
+import { isObject } from "../json-syntax.js";
 
 /**
  * The checked request: the chat part, the sampling (`SamplingOptions`, lib/llama/sampling-params.ts:
@@ -40,10 +41,6 @@ export interface NormalizedChatRequest extends SamplingOptions {
   /** The reasoning budget asked for (reasoning.ts); null: no bound. The plan adds the markers. */
   reasoningBudget: RequestReasoningBudget | null;
   signal: AbortSignal | undefined;
-}
-
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === "object" && v !== null && !Array.isArray(v);
 }
 
 function optNumber(r: Record<string, unknown>, key: string, min: number, max: number, integer = false): number | undefined {

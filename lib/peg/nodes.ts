@@ -3,7 +3,7 @@
  * Kinds and fields follow llama.cpp's `common_peg_*_parser` structs one to one, so an arena
  * serializes to the same JSON as `common_peg_arena::to_json()`.
  */
-import { LlamapegError } from "../errors.js";
+import { internalError } from "../errors.js";
 import { utf8Encode } from "./utf8.js";
 
 export type PegNodeId = number;
@@ -177,5 +177,5 @@ export function childIds(node: PegNode): PegNodeId[] {
 }
 
 export function assertNeverNode(node: never): never {
-  throw new LlamapegError("ERR_INTERNAL", `unknown PEG node kind: ${JSON.stringify(node)}`);
+  throw internalError(`unknown PEG node kind: ${JSON.stringify(node)}`);
 }

@@ -141,7 +141,7 @@ export class RemoteGeneration implements AsyncIterable<GeneratedToken> {
           while (!this.done) await this.#readMore();
         }
         if (this.#error !== undefined) throw this.#error;
-        return { tokens: this.#tokens.slice(), text: decoder.decode(concat(this.#pieces)), stats: this.#stats! };
+        return { tokens: this.#tokens.slice(), text: decoder.decode(Buffer.concat(this.#pieces)), stats: this.#stats! };
       })();
     }
     return this.#result;
@@ -343,7 +343,7 @@ export class RemoteGeneration implements AsyncIterable<GeneratedToken> {
   }
 
   #withPartial(error: RemoteError | LlamapegError): RemoteError | LlamapegError {
-    const partial = { tokens: this.#tokens.slice(), text: decoder.decode(concat(this.#pieces)) };
+    const partial = { tokens: this.#tokens.slice(), text: decoder.decode(Buffer.concat(this.#pieces)) };
     if (error instanceof RemoteError) {
       error.partial = partial;
       if (error.code === "ERR_REMOTE_STREAM" || error.code === "ERR_REMOTE_TIMEOUT") {
@@ -378,16 +378,4 @@ function endsWith(a: Uint8Array, b: Uint8Array): boolean {
   if (b.length > a.length) return false;
   for (let i = 0; i < b.length; i++) if (a[a.length - b.length + i] !== b[i]) return false;
   return true;
-}
-
-function concat(parts: Uint8Array[]): Uint8Array {
-  let size = 0;
-  for (const p of parts) size += p.length;
-  const out = new Uint8Array(size);
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
 }

@@ -43,7 +43,7 @@ export class SseReader {
       }
       this.#skipLf = b === 0x0d;
       const piece = chunk.subarray(start, i);
-      const line = this.#restBytes === 0 ? piece : join([...this.#rest, piece], this.#restBytes + piece.length);
+      const line = this.#restBytes === 0 ? piece : Buffer.concat([...this.#rest, piece], this.#restBytes + piece.length);
       this.#rest = [];
       this.#restBytes = 0;
       this.#line(decoder.decode(line), events);
@@ -87,14 +87,4 @@ export class SseReader {
       if ((this.#eventBytes += value.length + 1) > this.#max) this.#tooLarge();
     }
   }
-}
-
-function join(parts: Uint8Array[], size: number): Uint8Array {
-  const out = new Uint8Array(size);
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
 }

@@ -11,7 +11,8 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { LlamapegError } from "../errors.js";
 import type { EmbeddingContext, EmbeddingInput } from "../llama/embedding.js";
 import { invalidRequest } from "../openai/errors.js";
-import { checkFields, honoured, ignored, isRecord, unsupported } from "../openai/field-contract.js";
+import { isObject } from "../json-syntax.js";
+import { checkFields, honoured, ignored, unsupported } from "../openai/field-contract.js";
 import { readJsonRequest, type RouteContext } from "./chat-run.js";
 import { HttpError } from "./http-error.js";
 import { sendJson } from "./respond.js";
@@ -113,7 +114,7 @@ export async function rerank(req: IncomingMessage, res: ServerResponse, ctx: Emb
   const docs = body.documents;
   if (!Array.isArray(docs) || docs.length === 0) invalidRequest("documents", "expected a non-empty array of strings");
   // Cohere also takes {text} objects
-  const documents = docs.map((d: unknown, i) => (typeof d === "string" ? d : isRecord(d) && typeof d.text === "string" ? d.text : invalidRequest(`documents[${i}]`, "expected a string")));
+  const documents = docs.map((d: unknown, i) => (typeof d === "string" ? d : isObject(d) && typeof d.text === "string" ? d.text : invalidRequest(`documents[${i}]`, "expected a string")));
   const topN = body.top_n ?? documents.length;
   if (typeof topN !== "number" || !Number.isInteger(topN) || topN < 1) invalidRequest("top_n", `expected a positive integer, got ${JSON.stringify(topN)}`);
   const withDocs = body.return_documents ?? false;

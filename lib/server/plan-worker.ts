@@ -18,7 +18,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import { Worker } from "node:worker_threads";
 
 import { applyNormalized, type AppliedChatPlan, type NormalizedApplyRequest } from "../chat/apply/index.js";
-import { LlamapegError } from "../errors.js";
+import { LlamapegError, internalError } from "../errors.js";
 import { markGbnfChecked } from "../gbnf/checked.js";
 import type { CompletionOptions, PlannedCompletionOptions } from "../openai/completion.js";
 import type { ChatPlanner } from "../openai/plan.js";
@@ -49,7 +49,7 @@ function workerEntry(): { url: URL; execArgv: string[] } | null {
 function errorFrom(e: WorkerError): Error {
   if (e.kind === "llamapeg") return new LlamapegError(e.code, e.message, e.where !== undefined ? { where: e.where } : undefined);
   if (e.kind === "range") return new RangeError(e.message);
-  return new LlamapegError("ERR_INTERNAL", `planning failed unexpectedly: ${e.message}`, { where: "applyChatTemplate" });
+  return internalError(`planning failed unexpectedly: ${e.message}`, "applyChatTemplate");
 }
 
 /** Completion options that plan with `planner` (the field is not in the public CompletionOptions). */
@@ -152,7 +152,7 @@ export class PlanWorker {
     const error =
       e.code === "ERR_WORKER_OUT_OF_MEMORY"
         ? new LlamapegError("ERR_TEMPLATE_LIMIT", `planning this request needed more than the planning thread's ${HEAP_MB} MiB heap`, { where: "messages" })
-        : new LlamapegError("ERR_INTERNAL", `the planning thread failed: ${e.message}`, { where: "applyChatTemplate" });
+        : internalError(`the planning thread failed: ${e.message}`, "applyChatTemplate");
     // Every plan in flight was on the lost thread; the next request starts a new one.
     const pending = [...this.#pending.values()];
     this.#pending.clear();

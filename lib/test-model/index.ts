@@ -10,7 +10,7 @@ import { mkdir, open, rm, stat } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { brotliDecompressSync } from "node:zlib";
-import { LlamapegError } from "../errors.js";
+import { LlamapegError, internalError } from "../errors.js";
 import { parseGguf, writeGgufFile } from "../gguf/index.js";
 import { modelsCacheDir } from "../paths.js";
 import { buildGemma3, buildLfm2 } from "./archs.js";
@@ -201,7 +201,7 @@ export function packageRoot(): string {
       }
     }
     const parent = dirname(dir);
-    if (parent === dir) throw new LlamapegError("ERR_INTERNAL", "cannot find llamapeg's package.json above " + fileURLToPath(import.meta.url));
+    if (parent === dir) throw internalError("cannot find llamapeg's package.json above " + fileURLToPath(import.meta.url));
     dir = parent;
   }
 }

@@ -6,8 +6,12 @@ import { describe, expect, it } from "vitest";
 
 import { BoundedCache, boundedCache, clearCaches, registerCache } from "../../lib/cache.js";
 import { applyChatTemplate } from "../../lib/chat/apply/index.js";
-import { clearPlanCache, planShape } from "../../lib/chat/apply/cache.js";
+import { clearPlanCache, generationPromptShape, planShape } from "../../lib/chat/apply/cache.js";
+import { renderGenerationPrompt } from "../../lib/chat/apply/render.js";
 import { normalizeApplyRequest } from "../../lib/chat/apply/request.js";
+import { gbnfChecked, markGbnfChecked } from "../../lib/gbnf/checked.js";
+import type { Model } from "../../lib/llama/model.js";
+import { singleToken } from "../../lib/llama/triggers.js";
 
 describe("BoundedCache", () => {
   it("holds at most its limit and drops the least recently used first", () => {
@@ -60,6 +64,27 @@ describe("the registry", () => {
   });
 });
 
+describe("caches on the registry", () => {
+  it("the checked-grammar cache is emptied by clearCaches", () => {
+    markGbnfChecked('root ::= "a"');
+    expect(gbnfChecked('root ::= "a"')).toBe(true);
+    expect(gbnfChecked('root ::= "a"', "other")).toBe(false);
+    clearCaches();
+    expect(gbnfChecked('root ::= "a"')).toBe(false);
+  });
+
+  it("a model's single-token lookups are kept per model and emptied by clearCaches", () => {
+    let calls = 0;
+    const model = { tokenize: (text: string) => (calls++, text === "<tool_call>" ? Int32Array.of(7) : Int32Array.of(1, 2)) } as unknown as Model;
+    expect([singleToken(model, "<tool_call>"), singleToken(model, "two tokens")]).toEqual([7, null]);
+    expect([singleToken(model, "<tool_call>"), singleToken(model, "two tokens")]).toEqual([7, null]);
+    expect(calls).toBe(2);
+    clearCaches();
+    expect(singleToken(model, "<tool_call>")).toBe(7);
+    expect(calls).toBe(3);
+  });
+});
+
 describe("the plan key", () => {
   it("is a projection without the fields that shape only the prompt", () => {
     const shape = planShape(normalizeApplyRequest({ messages: [{ role: "user", content: "x" }], now: new Date(0) }));
@@ -80,5 +105,27 @@ describe("the plan key", () => {
     expect(direct.warnings.every((w) => w.startsWith("json_schema:"))).toBe(true);
     expect(viaFormat.warnings.length).toBeGreaterThan(0);
     expect(viaFormat.warnings.every((w) => w.startsWith("response_format.json_schema.schema:"))).toBe(true);
+  });
+});
+
+describe("the generation prompt key", () => {
+  it("is a projection that holds reference mode, not the clock", () => {
+    const req = normalizeApplyRequest({ messages: [{ role: "user", content: "x" }], now: new Date(0) });
+    const shape = generationPromptShape(req);
+    expect(Object.keys(shape)).toContain("referenceMode");
+    expect(Object.keys(shape)).not.toContain("now");
+    expect(generationPromptShape({ ...req, referenceMode: true })).not.toEqual(shape);
+  });
+
+  it("tells reference mode apart: it changes how the generation prompt prints floats", () => {
+    clearPlanCache();
+    // without add_generation_prompt the render ends "0.1234": the generation prompt is what follows
+    // it, "57X" with reference printing (0.123457), "5657X" with Python's (0.12345657)
+    const src = "{{ messages[0].content }}{% if add_generation_prompt %}{{ t | tojson }}X{% else %}0.1234{% endif %}";
+    const req = { messages: [{ role: "user", content: "hi" }], chat_template_kwargs: { t: 0.12345657 } };
+    expect(applyChatTemplate(src, { ...req, reference_mode: true }).generationPrompt).toBe(renderGenerationPrompt(src, { ...req, reference_mode: true }));
+    // the reference-mode entry ("57X") is a suffix of this prompt: a key without referenceMode took it
+    expect(applyChatTemplate(src, req).generationPrompt).toBe(renderGenerationPrompt(src, req));
+    expect(renderGenerationPrompt(src, req)).toBe("5657X");
   });
 });

@@ -16,7 +16,8 @@ import { assistantMsg, userMsg } from "./probes.js";
 import { analyzeReasoning } from "./reasoning.js";
 import { compileProbeTemplate } from "./render.js";
 import { detectAssistantStart, detectUserStart } from "./roles.js";
-import { fromBytes, toBytes, trimWhitespace } from "./text.js";
+import { trimWhitespace } from "../normalize.js";
+import { fromBytes, toBytes } from "./text.js";
 import { analyzeTools } from "./tools.js";
 import type { TemplateAnalysis, TemplateAnalysisOverrides } from "./types.js";
 

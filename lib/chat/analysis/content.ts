@@ -6,7 +6,7 @@
 import { end, lit, marker, opt, parseAndExtract, parseAnywhereAndExtract, rest, seq, space, tag } from "./pattern.js";
 import type { Prober } from "./prober.js";
 import { ASSISTANT_MSG, PROBE_TOOLS, THINKING_CONTENT, toolCall, userMsg } from "./probes.js";
-import { trimWhitespace } from "./text.js";
+import { trimWhitespace } from "../normalize.js";
 import type { ContentAnalysis, ReasoningAnalysis } from "./types.js";
 
 export function analyzeContent(prober: Prober, reasoning: ReasoningAnalysis): ContentAnalysis {

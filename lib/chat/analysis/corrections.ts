@@ -5,7 +5,8 @@
  * that fires is named in `analysis.corrections`. docs/analysis.md lists them with the templates
  * they affect.
  */
-import { toBytes, trimWhitespace } from "./text.js";
+import { trimWhitespace } from "../normalize.js";
+import { toBytes } from "./text.js";
 import type { TemplateAnalysis } from "./types.js";
 
 interface Correction {

@@ -6,6 +6,7 @@
  * delimiter prefix that runs into the end of the input) so the same patterns find the same text.
  * It works on JS string offsets; the probe texts are plain ASCII around the needles.
  */
+import { isSpace } from "../normalize.js";
 
 /** One tagged span found by a successful match. */
 interface TagSpan {
@@ -23,11 +24,6 @@ interface Match {
 export type Pattern = (input: string, pos: number) => Match | null;
 
 const NO_TAGS: TagSpan[] = [];
-
-/** C's `isspace` on one character: space, \t, \n, \v, \f, \r. */
-export function isSpaceChar(c: string): boolean {
-  return c === " " || c === "\t" || c === "\n" || c === "\v" || c === "\f" || c === "\r";
-}
 
 /** `"text"` */
 export function lit(text: string): Pattern {
@@ -98,7 +94,7 @@ export const any: Pattern = (input, pos) => {
 /** `[ \t\n\v\f\r]*` */
 export const space: Pattern = (input, pos) => {
   let at = pos;
-  while (at < input.length && isSpaceChar(input[at]!)) at++;
+  while (at < input.length && isSpace(input[at])) at++;
   return { end: at, tags: NO_TAGS };
 };
 

@@ -18,7 +18,8 @@ import {
   toolCall,
   userMsg,
 } from "./probes.js";
-import { pruneWhitespaceSegments, segmentizeMarkers, trimWhitespace } from "./text.js";
+import { trimWhitespace } from "../normalize.js";
+import { pruneWhitespaceSegments, segmentizeMarkers } from "./text.js";
 import type { ReasoningAnalysis } from "./types.js";
 
 export function analyzeReasoning(prober: Prober): ReasoningAnalysis {

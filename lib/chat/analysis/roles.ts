@@ -4,7 +4,8 @@
  */
 import type { Prober } from "./prober.js";
 import { ASSISTANT_MSG, USER_MSG, assistantMsg, userMsg, userMsgTwo } from "./probes.js";
-import { segmentizeMarkers, trimWhitespace } from "./text.js";
+import { trimWhitespace } from "../normalize.js";
+import { segmentizeMarkers } from "./text.js";
 import type { ReasoningAnalysis } from "./types.js";
 
 export function detectAssistantStart(prober: Prober, reasoning: ReasoningAnalysis): string {

@@ -5,7 +5,7 @@
  * prefixes and suffixes split rendered text exactly where the reference's `std::string` code
  * splits it, multi-byte characters included. Results are turned back into text at the end.
  */
-import { isSpaceChar } from "./pattern.js";
+import { isSpace, trimWhitespace } from "../normalize.js";
 
 /** UTF-8 text -> a string with one char (U+0000..U+00FF) per byte. */
 export function toBytes(text: string): string {
@@ -17,24 +17,10 @@ export function fromBytes(bytes: string): string {
   return Buffer.from(bytes, "latin1").toString("utf8");
 }
 
-export function trimWhitespace(s: string): string {
-  let start = 0;
-  while (start < s.length && isSpaceChar(s[start]!)) start++;
-  let stop = s.length;
-  while (stop > start && isSpaceChar(s[stop - 1]!)) stop--;
-  return s.slice(start, stop);
-}
-
 export function trimLeadingWhitespace(s: string): string {
   let start = 0;
-  while (start < s.length && isSpaceChar(s[start]!)) start++;
+  while (start < s.length && isSpace(s[start])) start++;
   return s.slice(start);
-}
-
-export function trimTrailingWhitespace(s: string): string {
-  let stop = s.length;
-  while (stop > 0 && isSpaceChar(s[stop - 1]!)) stop--;
-  return s.slice(0, stop);
 }
 
 export type SegmentType = "text" | "marker";

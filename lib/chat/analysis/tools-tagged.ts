@@ -43,7 +43,8 @@ import {
   userMsg,
   type Json,
 } from "./probes.js";
-import { fromBytes, trimLeadingWhitespace, trimWhitespace } from "./text.js";
+import { trimWhitespace } from "../normalize.js";
+import { fromBytes, trimLeadingWhitespace } from "./text.js";
 import type { ToolsAnalysis } from "./types.js";
 
 /** Text that is not a marker, one char at a time: `(!marker .)*` */

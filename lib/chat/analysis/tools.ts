@@ -19,7 +19,8 @@ import {
   type Json,
 } from "./probes.js";
 import { analyzeTaggedTools } from "./tools-tagged.js";
-import { fromBytes, trimLeadingWhitespace, trimWhitespace } from "./text.js";
+import { trimWhitespace } from "../normalize.js";
+import { fromBytes, trimLeadingWhitespace } from "./text.js";
 import { emptyTools, type ReasoningAnalysis, type ToolsAnalysis } from "./types.js";
 
 export function analyzeTools(prober: Prober, reasoning: ReasoningAnalysis): ToolsAnalysis {

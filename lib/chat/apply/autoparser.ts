@@ -5,7 +5,8 @@
  */
 import type { TemplateAnalysis } from "../analysis/types.js";
 import type { FamilyPlan, PlanInput } from "../families/family.js";
-import { grammarMode, trimWs } from "../families/helpers.js";
+import { grammarMode } from "../families/helpers.js";
+import { trimWhitespace } from "../normalize.js";
 import { buildChatOutputTree, type ChatOutputRequest } from "../grammar/output-parser.js";
 import { chatGrammarMode } from "../grammar/plan-grammar.js";
 
@@ -22,7 +23,7 @@ export function analysisPlan(analysis: TemplateAnalysis, { req, generationPrompt
   };
   const { include, lazy, triggers } = chatGrammarMode(analysis, request);
   const supportsThinking = analysis.reasoning.mode !== "none";
-  const endTag = trimWs(analysis.reasoning.end);
+  const endTag = trimWhitespace(analysis.reasoning.end);
   return {
     format: "peg-native",
     build: (p) => buildChatOutputTree(p, analysis, request),
@@ -30,7 +31,7 @@ export function analysisPlan(analysis: TemplateAnalysis, { req, generationPrompt
     triggers,
     preservedTokens: [...analysis.preservedTokens],
     additionalStops: [...analysis.additionalStops],
-    thinkingStartTag: supportsThinking ? trimWs(analysis.reasoning.start) : "",
+    thinkingStartTag: supportsThinking ? trimWhitespace(analysis.reasoning.start) : "",
     thinkingEndTags: supportsThinking && endTag !== "" ? [endTag] : [],
   };
 }

@@ -13,7 +13,7 @@
  * - the generation prompt: parsed in front of the output, and what an eager grammar's sampler
  *   prefills (`grammar.prefill`), as llama.cpp's `common_sampler_init` does.
  */
-import { LlamapegError } from "../../errors.js";
+import { internalError } from "../../errors.js";
 import { analyzeTemplate } from "../analysis/analyze.js";
 import type { FamilyPlan, PlanInput } from "../families/family.js";
 import { ChatPegBuilder } from "../grammar/builder.js";
@@ -133,7 +133,7 @@ function buildPart(source: string, req: NormalizedApplyRequest, tools: ChatTool[
   const required = req.toolChoice === "required" && useTools && schema === null && grammar !== null;
   // a family may append template text (Gemma 4 opens the model's turn): the segments stay the render's
   const prompt = plan.prompt ?? rendered.prompt;
-  if (!prompt.startsWith(rendered.prompt)) throw new LlamapegError("ERR_INTERNAL", "a family's prompt does not extend the rendered one: its message segments are unknown", { where: "applyChatTemplate" });
+  if (!prompt.startsWith(rendered.prompt)) throw internalError("a family's prompt does not extend the rendered one: its message segments are unknown", "applyChatTemplate");
   return {
     promptSuffix: prompt.slice(rendered.prompt.length),
     format: plan.format,

@@ -7,9 +7,10 @@
  *   `PLAN_FIELDS` places each field of the checked request, so a new one fails to compile until
  *   it is placed.
  * - The generation prompt is what the template adds for the assistant's turn; it is taken from the
- *   cache (per template, render options and kind of last message, so a new tool set on a known
- *   template finds it too) when the prompt rendered now ends with it: the tree built for it then
- *   parses and prefills exactly the text the prompt ends with. Else it is rendered again.
+ *   cache (per template and `GENERATION_PROMPT_FIELDS`' projection of the request: render options,
+ *   kind of last message, whether tools are shown, so a new tool set on a known template finds it
+ *   too) when the prompt rendered now ends with it: the tree built for it then parses and
+ *   prefills exactly the text the prompt ends with. Else it is rendered again.
  * - The plan's tree and grammar are kept per generation prompt (and per family prompt variant).
  * Entries are dropped least recently used first (32 request shapes x 8 generation prompts); all
  * caches of the library, these among them, are emptied by `clearPlanCache` (lib/cache.ts).
@@ -106,11 +107,60 @@ export function planEntry(facts: TemplateFacts, req: NormalizedApplyRequest): Pl
   }));
 }
 
-/** What the generation prompt may depend on: the template, its render options, whether tools are shown, the last message. */
+/**
+ * How each field of the checked request enters the generation prompt's key (besides the template):
+ * "key", whole; a function, as its projection; "unread", not at all, since the two renders of
+ * `generationPromptAfter` do not read it (or read both of its values); "suffix", not at all,
+ * although the renders read it: keeping it would miss the cache on every request (the clock) or
+ * on every new tool set, and a change it makes shows when the prompt rendered now does not end
+ * with the cached generation prompt (see `generationPromptOf`). A field added to
+ * `NormalizedApplyRequest` fails to compile until it is placed here.
+ */
+const GENERATION_PROMPT_FIELDS = {
+  // the kind of the last message (the template may close or continue it)
+  messages: (messages) => {
+    const last = messages[messages.length - 1];
+    return last === undefined ? "" : `${last.role}${(last.tool_calls?.length ?? 0) > 0 ? "+calls" : ""}`;
+  },
+  // whether tools are shown (a named tool is one of them: `namedTool` never shows none)
+  tools: (tools) => (tools?.length ?? 0) > 0,
+  toolChoice: "unread",
+  namedTool: "suffix",
+  callsOnly: "unread",
+  parallelToolCalls: "unread",
+  // whether there is one (a family's template may print it)
+  jsonSchema: (schema) => schema !== null,
+  jsonSchemaWhere: "unread",
+  addGenerationPrompt: "unread",
+  grammar: "unread",
+  reasoningFormat: "unread",
+  enableThinking: "key",
+  chatTemplateKwargs: "key",
+  bosToken: "key",
+  eosToken: "key",
+  now: "suffix",
+  analysisOverrides: "unread",
+  // budgets: a render within them writes the same text
+  templateLimits: "unread",
+  // how floats print
+  referenceMode: "key",
+} satisfies { [K in keyof NormalizedApplyRequest]: "key" | "unread" | "suffix" | ((value: NormalizedApplyRequest[K]) => unknown) };
+
+const GENERATION_PROMPT_KEYS = Object.keys(GENERATION_PROMPT_FIELDS) as (keyof NormalizedApplyRequest)[];
+
+/** The request's projection on what its generation prompt may depend on (the key, with the template's hash). */
+export function generationPromptShape(req: NormalizedApplyRequest): Partial<Record<keyof NormalizedApplyRequest, unknown>> {
+  const out: Partial<Record<keyof NormalizedApplyRequest, unknown>> = {};
+  for (const k of GENERATION_PROMPT_KEYS) {
+    const rule: "key" | "unread" | "suffix" | ((value: never) => unknown) = GENERATION_PROMPT_FIELDS[k];
+    if (rule === "key") out[k] = req[k] ?? null;
+    else if (typeof rule === "function") out[k] = (rule as (value: unknown) => unknown)(req[k]);
+  }
+  return out;
+}
+
 function generationPromptKey(entry: PlanEntry, req: NormalizedApplyRequest): string {
-  const last = req.messages[req.messages.length - 1];
-  const lastKind = last === undefined ? "" : `${last.role}${(last.tool_calls?.length ?? 0) > 0 ? "+calls" : ""}`;
-  return JSON.stringify([entry.templateHash, req.chatTemplateKwargs ?? null, req.enableThinking, req.bosToken, req.eosToken, (req.tools?.length ?? 0) > 0, req.jsonSchema !== null, lastKind]);
+  return JSON.stringify([entry.templateHash, generationPromptShape(req)]);
 }
 
 /** The generation prompt: cached when `prompt` ends with it, else rendered (`render`) and kept. */

@@ -15,6 +15,7 @@ import type { TemplateAnalysisOverrides } from "../analysis/types.js";
 import { parseChatMessages, type ChatMessage } from "../messages.js";
 import type { ChatTool } from "../tools.js";
 import { type TemplateLimits, resolveLimits } from "../../jinja/index.js";
+import { isObject } from "../../json-syntax.js";
 
 export type ReasoningFormat = "none" | "auto" | "deepseek";
 
@@ -103,10 +104,6 @@ const TOOL_NAME = /^[a-zA-Z0-9_.-]{1,64}$/;
 
 function invalid(message: string, where: string): never {
   throw new LlamapegError("ERR_INVALID_REQUEST", message, { where });
-}
-
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === "object" && v !== null && !Array.isArray(v);
 }
 
 function optBool(r: Record<string, unknown>, key: string): boolean | undefined {
@@ -203,6 +200,7 @@ function compiles(schema: Record<string, unknown> | null, where: string, referen
   try {
     checkSchemaDepth(schema, "#"); // before JSON.stringify recurses over it
     text = JSON.stringify(schema);
+    // every input of the compile: the schema and its mode (the other option is fixed; a failure is not kept)
     const key = `${referenceMode ? "r" : "d"}${text}`;
     if (compiled.get(key) !== undefined) return schema;
     compileJsonSchema(schema, { unsupported: "ignore", schemaMode: referenceMode ? "reference" : "default" });

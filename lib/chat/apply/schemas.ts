@@ -68,7 +68,8 @@ export function sanitizeToolSchemas(tools: readonly ChatTool[], warnings: string
     if (params === undefined) return tool;
     const where = `tools[${i}].function.parameters (${tool.function.name})`;
     checkSchemaDepth(params, where); // before anything recurses over it (JSON.stringify included)
-    const key = `${schemaMode}\0${i}\0${tool.function.name}\0${JSON.stringify(params)}`;
+    // every input of the entry: the mode, the place its warnings name, the schema
+    const key = JSON.stringify([schemaMode, where, params]);
     let hit = degraded.get(key);
     if (hit === undefined) {
       const own: string[] = [];

@@ -4,12 +4,10 @@
  * `common_chat_params_init_functionary_v3_2` but for those `>>>` (see below); the lazy grammar wakes
  * on `>>>` not followed by `all`, and (outside reference mode) on a call at the output's start.
  */
+import { escapeRegex } from "../../llama/triggers.js";
 import { toolParameters } from "../tools.js";
 import type { ChatFamily } from "./family.js";
 import { familyPlan, grammarMode, pattern, shapeOf, toolChoice } from "./helpers.js";
-
-/** A literal in an ECMAScript / std::regex pattern. */
-const escapeRegex = (text: string): string => text.replace(/[.^$|()*+?[\]{}\\]/g, "\\$&");
 
 export const functionaryV32: ChatFamily = {
   name: "functionary-v3.2",

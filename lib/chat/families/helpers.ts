@@ -13,11 +13,6 @@ import type { FamilyPlan } from "./family.js";
 export const word = (value: string): GrammarTrigger => ({ type: "word", value });
 export const pattern = (value: string): GrammarTrigger => ({ type: "pattern", value });
 
-/** C `isspace` trim, as the reference's `trim_whitespace`. */
-export function trimWs(s: string): string {
-  return s.replace(/^[ \t\n\v\f\r]+/, "").replace(/[ \t\n\v\f\r]+$/, "");
-}
-
 /** What most families decide first. */
 export interface RequestShape {
   fns: ChatToolFunction[];

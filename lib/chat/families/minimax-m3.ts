@@ -16,6 +16,7 @@ import type { ChatFamily, FamilyAstView } from "./family.js";
 import { findByTag, visitTopDown } from "./mapper-helpers.js";
 import { declaredOrder } from "../grammar/argument-values.js";
 import { callsAfterReasoning, familyPlan, grammarMode, requiredThenOptional, shapeOf, toolChoice, word } from "./helpers.js";
+import { isObject } from "../../json-syntax.js";
 
 const NS = "]<]minimax[>[";
 const THINK_START = "<mm:think>";
@@ -32,7 +33,6 @@ export const MINIMAX_M3_TAG = {
 } as const;
 
 type Schema = Record<string, unknown>;
-const isObject = (v: unknown): v is Schema => typeof v === "object" && v !== null && !Array.isArray(v);
 
 /** The XML-expanded argument grammar of one tool (the template's `to_xml()` macro). */
 class ArgumentGrammar {

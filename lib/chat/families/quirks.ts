@@ -3,10 +3,8 @@
  * (they take the template analysis path). Each entry: how it is recognized, what is done to the
  * request's messages. Applied beside the family's own hooks (lib/chat/apply/template-input.ts).
  */
+import { trimWhitespace } from "../normalize.js";
 import type { TemplateQuirks } from "./family.js";
-
-/** C isspace() trim, as the reference's trim_whitespace. */
-const trimWs = (s: string): string => s.replace(/^[ \t\n\v\f\r]+/, "").replace(/[ \t\n\v\f\r]+$/, "");
 
 /** StepFun: stray whitespace sends the model into reasoning loops, so the reference trims it. */
 export const stepfun: TemplateQuirks = {
@@ -14,8 +12,8 @@ export const stepfun: TemplateQuirks = {
   rewriteChatMessages: (messages) =>
     messages.map((m) => ({
       ...m,
-      content: typeof m.content === "string" ? trimWs(m.content) : Array.isArray(m.content) ? m.content.map((p) => (p.type === "text" ? { ...p, text: trimWs(p.text) } : p)) : m.content,
-      ...(m.reasoning_content !== undefined ? { reasoning_content: trimWs(m.reasoning_content) } : {}),
+      content: typeof m.content === "string" ? trimWhitespace(m.content) : Array.isArray(m.content) ? m.content.map((p) => (p.type === "text" ? { ...p, text: trimWhitespace(p.text) } : p)) : m.content,
+      ...(m.reasoning_content !== undefined ? { reasoning_content: trimWhitespace(m.reasoning_content) } : {}),
     })),
 };
 

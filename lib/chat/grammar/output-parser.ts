@@ -9,6 +9,7 @@
  */
 import type { PegArena } from "../../peg/arena.js";
 import type { PegParser } from "../../peg/builder.js";
+import { trimWhitespace } from "../normalize.js";
 import type { ChatTool } from "../tools.js";
 import { buildChatPegParser, type ChatPegBuilder } from "./builder.js";
 import {
@@ -18,7 +19,6 @@ import {
   reasoningParser,
   tagJsonToolsParser,
   tagTaggedToolsParser,
-  trimWhitespace,
   type ToolArgumentsSyntax,
   type ToolCallIdSyntax,
   type ToolChoiceMode,

@@ -7,7 +7,7 @@
 import type { PegParser } from "../../peg/builder.js";
 import { SchemaInfo } from "../../json-schema/schema-info.js";
 import { toolFunctions, toolParameters, toolProperties, toolRequired, type ChatTool } from "../tools.js";
-import { isSpace } from "../normalize.js";
+import { trimWhitespace } from "../normalize.js";
 import type { ChatPegBuilder } from "./builder.js";
 import { declaredOrder, argumentValue, pythonLiteralValue } from "./argument-values.js";
 import { standardJsonTools } from "./json-tools.js";
@@ -106,15 +106,6 @@ export function reasoningParser(p: ChatPegBuilder, start: string, end: string): 
   const endTrimmed = trimWhitespace(end);
   if (start !== "") return p.optional(p.seq(p.optspace(start), p.reasoning(p.until(endTrimmed)), p.optspace(end)));
   return p.optional(p.seq(p.reasoning(p.until(endTrimmed)), p.optspace(end)));
-}
-
-/** Strips C-locale whitespace at both ends (the reference's `trim_whitespace`). */
-export function trimWhitespace(s: string): string {
-  let a = 0;
-  let b = s.length;
-  while (a < b && isSpace(s[a])) a++;
-  while (b > a && isSpace(s[b - 1])) b--;
-  return s.slice(a, b);
 }
 
 function alwaysWrapped(ctx: { contentStart?: string; contentEnd?: string }): boolean {

@@ -8,7 +8,8 @@
  */
 import type { ChatCompletionRequest } from "../types.js";
 import { invalidRequest } from "../errors.js";
-import { checkFields, honoured, ignored, isRecord, SAMPLING_EXTENSIONS, unsupported, type FieldRule } from "../field-contract.js";
+import { isObject } from "../../json-syntax.js";
+import { checkFields, honoured, ignored, SAMPLING_EXTENSIONS, unsupported, type FieldRule } from "../field-contract.js";
 import type { ResponseFunctionTool, ResponseTextFormat, ResponseToolChoice } from "./types.js";
 
 export const RESPONSES_FIELDS: Readonly<Record<string, FieldRule>> = {
@@ -53,7 +54,7 @@ function textOf(content: unknown, where: string): string {
   if (!Array.isArray(content)) return invalidRequest(where, "expected a string or an array of content parts");
   return content
     .map((part: unknown, j) => {
-      if (!isRecord(part)) invalidRequest(`${where}[${j}]`, "expected a content part object");
+      if (!isObject(part)) invalidRequest(`${where}[${j}]`, "expected a content part object");
       if ((part.type === "input_text" || part.type === "output_text" || part.type === "reasoning_text" || part.type === "summary_text") && typeof part.text === "string") return part.text;
       if (part.type === "refusal" && typeof part.refusal === "string") return part.refusal;
       return invalidRequest(`${where}[${j}].type`, `only text parts are supported (input_text, output_text), got ${JSON.stringify(part.type)}: this model reads text only`);
@@ -76,7 +77,7 @@ export function inputMessages(input: unknown): ChatMessage[] {
   };
   input.forEach((item: unknown, i) => {
     const where = `input[${i}]`;
-    if (!isRecord(item)) invalidRequest(where, "expected an input item object");
+    if (!isObject(item)) invalidRequest(where, "expected an input item object");
     const type = item.type ?? "message";
     switch (type) {
       case "message": {
@@ -123,10 +124,10 @@ function chatTools(tools: unknown): { chat: unknown[]; echo: ResponseFunctionToo
   if (tools === undefined || tools === null) return { chat: [], echo: [] };
   if (!Array.isArray(tools)) return invalidRequest("tools", "expected an array of tools");
   const echo = tools.map((t: unknown, i): ResponseFunctionTool => {
-    if (!isRecord(t)) invalidRequest(`tools[${i}]`, "expected a tool object");
+    if (!isObject(t)) invalidRequest(`tools[${i}]`, "expected a tool object");
     if (t.type !== "function") invalidRequest(`tools[${i}].type`, `only function tools are supported (there are no hosted tools here), got ${JSON.stringify(t.type)}`);
     if (typeof t.name !== "string" || t.name === "") invalidRequest(`tools[${i}].name`, "expected a non-empty string");
-    if (t.parameters !== undefined && t.parameters !== null && !isRecord(t.parameters)) invalidRequest(`tools[${i}].parameters`, "expected a JSON Schema object");
+    if (t.parameters !== undefined && t.parameters !== null && !isObject(t.parameters)) invalidRequest(`tools[${i}].parameters`, "expected a JSON Schema object");
     const description = typeof t.description === "string" ? t.description : null;
     return { type: "function", name: t.name, description, parameters: (t.parameters as Record<string, unknown> | undefined) ?? null, strict: typeof t.strict === "boolean" ? t.strict : null };
   });
@@ -140,10 +141,10 @@ function chatTools(tools: unknown): { chat: unknown[]; echo: ResponseFunctionToo
 function chatToolChoice(choice: unknown): { chat: unknown; echo: ResponseToolChoice } | undefined {
   if (choice === undefined || choice === null) return undefined;
   if (choice === "auto" || choice === "none" || choice === "required") return { chat: choice, echo: choice };
-  if (isRecord(choice) && choice.type === "function" && typeof choice.name === "string") return { chat: { type: "function", function: { name: choice.name } }, echo: { type: "function", name: choice.name } };
-  if (isRecord(choice) && choice.type === "allowed_tools" && Array.isArray(choice.tools)) {
+  if (isObject(choice) && choice.type === "function" && typeof choice.name === "string") return { chat: { type: "function", function: { name: choice.name } }, echo: { type: "function", name: choice.name } };
+  if (isObject(choice) && choice.type === "allowed_tools" && Array.isArray(choice.tools)) {
     const tools = choice.tools.map((t: unknown, i) => {
-      if (!isRecord(t) || t.type !== "function" || typeof t.name !== "string") invalidRequest(`tool_choice.tools[${i}]`, 'expected {type: "function", name}');
+      if (!isObject(t) || t.type !== "function" || typeof t.name !== "string") invalidRequest(`tool_choice.tools[${i}]`, 'expected {type: "function", name}');
       return { type: "function", function: { name: t.name } };
     });
     return { chat: { type: "allowed_tools", allowed_tools: { mode: choice.mode, tools } }, echo: choice.mode === "required" ? "required" : "auto" };
@@ -153,18 +154,18 @@ function chatToolChoice(choice: unknown): { chat: unknown; echo: ResponseToolCho
 
 function responseFormat(text: unknown): { chat: unknown; echo: ResponseTextFormat } {
   if (text === undefined || text === null) return { chat: undefined, echo: { format: { type: "text" } } };
-  if (!isRecord(text)) return invalidRequest("text", "expected {format}");
+  if (!isObject(text)) return invalidRequest("text", "expected {format}");
   for (const k of Object.keys(text)) {
     if (k === "verbosity" && (text.verbosity === null || text.verbosity === undefined)) continue;
     if (k !== "format") invalidRequest(`text.${k}`, k === "verbosity" ? "not supported: output verbosity is not something a local model can be asked for" : "unknown field");
   }
   const f = text.format;
   if (f === undefined || f === null) return { chat: undefined, echo: { format: { type: "text" } } };
-  if (!isRecord(f)) return invalidRequest("text.format", "expected {type}");
+  if (!isObject(f)) return invalidRequest("text.format", "expected {type}");
   if (f.type === "text") return { chat: undefined, echo: { format: { type: "text" } } };
   if (f.type === "json_object") return { chat: { type: "json_object" }, echo: { format: { type: "json_object" } } };
   if (f.type === "json_schema") {
-    if (!isRecord(f.schema)) invalidRequest("text.format.schema", "expected a JSON Schema object");
+    if (!isObject(f.schema)) invalidRequest("text.format.schema", "expected a JSON Schema object");
     const name = typeof f.name === "string" ? f.name : "response";
     const strict = typeof f.strict === "boolean" ? f.strict : null;
     const json_schema = { name, schema: f.schema, ...(typeof f.description === "string" ? { description: f.description } : {}), ...(strict !== null ? { strict } : {}) };
@@ -177,7 +178,7 @@ type Effort = "none" | "minimal" | "low" | "medium" | "high" | "xhigh";
 
 function reasoningEffort(reasoning: unknown): Effort | null {
   if (reasoning === undefined || reasoning === null) return null;
-  if (!isRecord(reasoning)) return invalidRequest("reasoning", "expected {effort, summary}");
+  if (!isObject(reasoning)) return invalidRequest("reasoning", "expected {effort, summary}");
   for (const k of Object.keys(reasoning)) {
     // A summary needs a summarizer; the reasoning item carries the model's own text instead.
     if (k !== "effort" && k !== "summary" && k !== "generate_summary") invalidRequest(`reasoning.${k}`, "unknown field");
@@ -224,7 +225,7 @@ export function mapResponsesRequest(raw: Record<string, unknown>, history: reado
   const turn = inputMessages(raw.input);
   if (raw.instructions !== undefined && raw.instructions !== null && typeof raw.instructions !== "string") invalidRequest("instructions", "expected a string");
   const instructions = (raw.instructions as string | null | undefined) ?? null;
-  if (raw.metadata !== undefined && raw.metadata !== null && !isRecord(raw.metadata)) invalidRequest("metadata", "expected an object of strings");
+  if (raw.metadata !== undefined && raw.metadata !== null && !isObject(raw.metadata)) invalidRequest("metadata", "expected an object of strings");
   if (raw.store !== undefined && raw.store !== null && typeof raw.store !== "boolean") invalidRequest("store", "expected a boolean");
   if (raw.stream !== undefined && raw.stream !== null && typeof raw.stream !== "boolean") invalidRequest("stream", "expected a boolean");
   if (raw.parallel_tool_calls !== undefined && raw.parallel_tool_calls !== null && typeof raw.parallel_tool_calls !== "boolean") invalidRequest("parallel_tool_calls", "expected a boolean");

@@ -25,9 +25,8 @@ import {
   segmentizeMarkers,
   toBytes,
   trimLeadingWhitespace,
-  trimTrailingWhitespace,
-  trimWhitespace,
 } from "../../../lib/chat/analysis/text.js";
+import { trimTrailingSpace as trimTrailingWhitespace, trimWhitespace } from "../../../lib/chat/normalize.js";
 
 describe("segmentizeMarkers", () => {
   it("splits markers and text, each opener closed by its own closer", () => {
