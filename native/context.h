@@ -154,6 +154,7 @@ class ContextCore : public Stoppable, public std::enable_shared_from_this<Contex
   void TrimDraft(GenerationJob& job, int32_t room);
   void AddDraft(GenerationJob& job, llama_pos at);
   void VerifyDraft(GenerationJob& job);
+  static void AdaptDraftLimit(GenerationJob& job, uint32_t drafted, uint32_t kept);
   void MakeDraft(GenerationJob& job);
   // The draft model's greedy continuation of the sequence (its own cells brought up to the
   // target's tokens and the pending one first), at most `room` tokens; empty on a draft decode

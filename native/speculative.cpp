@@ -107,6 +107,18 @@ void ContextCore::AddDraft(GenerationJob& job, llama_pos at) {
   for (size_t i = 0; i < job.draft.size(); i++) Add(job.draft[i], at + static_cast<llama_pos>(i), job.seq, true);
 }
 
+// The next draft's length limit: twice as long after a draft taken whole (up to draftMax), as
+// long as the part kept (at least 2) after one cut short. A draft that goes wrong costs a
+// verification batch of its length; on a CPU that is most of a step per few tokens, so drafts
+// start short where they have just failed and grow while they hold (llama.cpp's are fixed).
+void ContextCore::AdaptDraftLimit(GenerationJob& job, uint32_t drafted, uint32_t kept) {
+  const DraftParams& d = job.params.draft;
+  const uint32_t limit = job.draftLimit > 0 ? job.draftLimit : d.draftMax;
+  const uint32_t floor = std::max<uint32_t>(2, d.draftMin);
+  job.draftLimit = kept >= drafted ? std::min(d.draftMax, std::max(limit, 2 * drafted))
+                                   : std::min(d.draftMax, std::max(floor, kept));
+}
+
 void ContextCore::VerifyDraft(GenerationJob& job) {
   // The logits of the sampled token and of every draft token, in order: the sampler runs on each
   // as it would have one step at a time, and a draft token stays where it chose that very token.
@@ -117,6 +129,7 @@ void ContextCore::VerifyDraft(GenerationJob& job) {
   std::vector<llama_token>& cached = slots_[static_cast<size_t>(job.seq)].tokens;
   const int32_t base = job.batchIndex;
   job.stats.draftTokens += static_cast<uint32_t>(draft.size());
+  const uint32_t acceptedBefore = job.stats.draftAcceptedTokens;
   for (size_t i = 0;; i++) {
     job.batchIndex = base + static_cast<int32_t>(i);
     SampleOne(job);
@@ -130,6 +143,7 @@ void ContextCore::VerifyDraft(GenerationJob& job) {
     cached.push_back(draft[i]);
   }
   job.batchIndex = base;
+  AdaptDraftLimit(job, static_cast<uint32_t>(draft.size()), job.stats.draftAcceptedTokens - acceptedBefore);
   llama_memory_t mem = llama_get_memory(ctx_);
   if (!llama_memory_seq_rm(mem, job.seq, static_cast<llama_pos>(cached.size()), -1)) ForgetCells(job.seq);
 }
@@ -252,7 +266,7 @@ void ContextCore::MakeDraft(GenerationJob& job) {
   const std::vector<llama_token>& cached = slots_[static_cast<size_t>(job.seq)].tokens;
   // Room: the batch (with the pending token), the sequence, and the tokens maxTokens still allows
   // (the draft's last token may be the one that reaches it: it is emitted without being decoded).
-  size_t room = std::min<size_t>(p.draft.draftMax, batchSize_ - 1);
+  size_t room = std::min<size_t>(job.draftLimit > 0 ? job.draftLimit : p.draft.draftMax, batchSize_ - 1);
   room = std::min(room, sequenceSize_ > cached.size() + 1 ? sequenceSize_ - cached.size() - 1 : 0);
   if (p.maxTokens >= 0) room = std::min<size_t>(room, static_cast<size_t>(std::max<int64_t>(0, p.maxTokens - job.stats.generatedTokens)));
   if (room < std::max<uint32_t>(1, p.draft.draftMin)) return;
