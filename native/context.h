@@ -122,6 +122,7 @@ class ContextCore : public Stoppable, public std::enable_shared_from_this<Contex
   ContextCore() = default;
   void Loop();
   // One step: admit, build the batch, decode, sample. Loop thread.
+  void GatherArrivals(std::unique_lock<std::mutex>& lock, bool idle);
   void Step(std::vector<std::shared_ptr<GenerationJob>>& active);
   void Admit(const std::shared_ptr<GenerationJob>& job);
   bool Shift(GenerationJob& job);

@@ -40,6 +40,23 @@ bool ContextCore::AbortCallback(void* data) {
   return true;
 }
 
+// Prompts submitted together (several generate() calls in one turn of the JS event loop) reach
+// this thread one at a time: the first wakes it before the next is queued. Decoded apart, each
+// late one costs a step of its own over the whole shared prefix (a 60-token step at a 4k prefix
+// costs most of a 360-token one). So an idle loop that wakes to new prompts waits while more keep
+// arriving, 0.5 ms after the last, 3 ms in all, and starts them in one step. Only contexts with
+// several sequences, and only when nothing else is running (a running generation never waits).
+void ContextCore::GatherArrivals(std::unique_lock<std::mutex>& lock, bool idle) {
+  if (!idle || nSeq_ < 2 || queued_.empty()) return;
+  const auto deadline = Clock::now() + std::chrono::microseconds(3000);
+  size_t seen = queued_.size();
+  while (seen < nSeq_ && !stopRequested_.load()) {
+    const auto until = std::min(deadline, Clock::now() + std::chrono::microseconds(500));
+    if (!cv_.wait_until(lock, until, [&] { return stopRequested_.load() || queued_.size() > seen; })) break;
+    seen = queued_.size();
+  }
+}
+
 void ContextCore::Loop() {
   std::vector<std::shared_ptr<GenerationJob>> active;
   while (true) {
@@ -57,6 +74,7 @@ void ContextCore::Loop() {
         return false;
       });
       wake_ = false;
+      GatherArrivals(lock, active.empty());
       stop = stopRequested_.load();
       joined.assign(queued_.begin(), queued_.end());
       queued_.clear();
