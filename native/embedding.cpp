@@ -1,5 +1,7 @@
 #include "embedding.h"
 
+#include <ggml-backend.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -53,37 +55,23 @@ std::shared_ptr<EmbeddingCore> EmbeddingCore::Create(Napi::Env env, const std::s
   }
   std::shared_ptr<EmbeddingCore> core(new EmbeddingCore());
   core->model_ = model;
-  llama_context_params cp = llama_context_default_params();
-  cp.embeddings = true;
-  cp.pooling_type = static_cast<enum llama_pooling_type>(config.pooling);
-  // One cache shared by every input of a decode (the embedding example's kv_unified), as many
-  // cells as a decode has tokens; cleared before each decode.
-  cp.kv_unified = true;
-  // Never more sequences than tokens in a batch: llama.cpp reserves an output per sequence and
-  // asserts (aborts) when that exceeds n_batch.
-  cp.n_seq_max = std::min(config.sequences, config.batchSize);
-  cp.n_ctx = config.batchSize;
-  cp.n_batch = config.batchSize;
-  // A pooled input must sit in one ubatch (pooling runs per ubatch; non-causal models assert it).
-  cp.n_ubatch = config.batchSize;
-  cp.n_threads = config.threads > 0 ? config.threads : PhysicalCores();
-  cp.n_threads_batch = config.threadsBatch > 0 ? config.threadsBatch : cp.n_threads;
-  cp.no_perf = true;
-  cp.abort_callback = AbortCallback;
-  cp.abort_callback_data = core.get();
-  LogCapture capture;
-  core->ctx_ = llama_init_from_model(model->model, cp);
+  core->config_ = config;
+  core->threads_ = config.threads > 0 ? config.threads : PhysicalCores();
+  core->threadsBatch_ = config.threadsBatch > 0 ? config.threadsBatch : core->threads_;
+  // Rank pooling needs the classifier head after the pool: llama.cpp's graph does it.
+  core->ownPooling_ = config.shortGraph && (config.pooling == LLAMA_POOLING_TYPE_MEAN || config.pooling == LLAMA_POOLING_TYPE_CLS ||
+                      config.pooling == LLAMA_POOLING_TYPE_LAST);
+  core->shortcut_ = core->ownPooling_ ? Shortcut::kProbe : Shortcut::kOff;
+  std::string detail;
+  core->ctx_ = core->NewContext(core->ownPooling_ ? LLAMA_POOLING_TYPE_NONE : static_cast<enum llama_pooling_type>(config.pooling), &detail);
   if (core->ctx_ == nullptr) {
-    std::string detail = capture.errors();
     *error = {"ERR_CONTEXT_CREATE", "llama.cpp could not create the embedding context" + (detail.empty() ? "" : ": " + detail)};
     return nullptr;
   }
   core->contextSize_ = config.contextSize;
   core->batchSize_ = std::min<uint32_t>(config.batchSize, llama_n_batch(core->ctx_));
   core->sequences_ = llama_n_seq_max(core->ctx_);
-  core->pooling_ = llama_pooling_type(core->ctx_);
-  core->threads_ = cp.n_threads;
-  core->threadsBatch_ = cp.n_threads_batch;
+  core->pooling_ = core->ownPooling_ ? config.pooling : llama_pooling_type(core->ctx_);
   if (core->batchSize_ < core->contextSize_ || llama_n_ubatch(core->ctx_) < core->batchSize_) {
     *error = {"ERR_CONTEXT_CREATE", "llama.cpp gave the embedding context a batch of " + std::to_string(core->batchSize_) +
                                         " tokens (ubatch " + std::to_string(llama_n_ubatch(core->ctx_)) + "), less than asked"};
@@ -94,11 +82,121 @@ std::shared_ptr<EmbeddingCore> EmbeddingCore::Create(Napi::Env env, const std::s
   core->dimensions_ = core->pooling_ == LLAMA_POOLING_TYPE_RANK ? std::max<uint32_t>(1, llama_model_n_cls_out(model->model))
                                                                 : static_cast<uint32_t>(llama_model_n_embd_out(model->model));
   core->batch_ = llama_batch_init(static_cast<int32_t>(core->batchSize_), 0, 1);
-  core->pools_.Attach(core->ctx_, core->threads_, core->threadsBatch_, 50);
   AddonState* state = AddonState::Get(env);
   state->stoppables->Add(core);
   ProcessStoppables().Add(core);
   return core;
+}
+
+llama_context* EmbeddingCore::NewContext(enum llama_pooling_type pooling, std::string* detail) {
+  llama_context_params cp = llama_context_default_params();
+  cp.embeddings = true;
+  cp.pooling_type = pooling;
+  // One cache shared by every input of a decode (the embedding example's kv_unified), as many
+  // cells as a decode has tokens; cleared before each decode.
+  cp.kv_unified = true;
+  // Never more sequences than tokens in a batch: llama.cpp reserves an output per sequence and
+  // asserts (aborts) when that exceeds n_batch.
+  cp.n_seq_max = std::min(config_.sequences, config_.batchSize);
+  cp.n_ctx = config_.batchSize;
+  cp.n_batch = config_.batchSize;
+  // A pooled input must sit in one ubatch (pooling runs per ubatch; non-causal models assert it).
+  cp.n_ubatch = config_.batchSize;
+  cp.n_threads = threads_;
+  cp.n_threads_batch = threadsBatch_;
+  cp.no_perf = true;
+  cp.abort_callback = AbortCallback;
+  cp.abort_callback_data = this;
+  if (pooling == LLAMA_POOLING_TYPE_NONE) {
+    cp.cb_eval = EvalCallback;
+    cp.cb_eval_user_data = this;
+  }
+  LogCapture capture;
+  llama_context* ctx = llama_init_from_model(model_->model, cp);
+  if (ctx == nullptr) {
+    *detail = capture.errors();
+    return nullptr;
+  }
+  pools_.Free();
+  pools_.Attach(ctx, threads_, threadsBatch_, 50);
+  return ctx;
+}
+
+// ggml's scheduler asks, node by node, whether we want to see a tensor (ask = true); it computes
+// up to the first one we want, then shows it (ask = false), and stops the graph if we return
+// false. llama.cpp's t_embd (the final norm of a decoder model) is named "result_norm", or
+// "result_embd_pooled" once pooling NONE has passed it through; the first such node of a graph is
+// the last one an embedding needs. A decode runs one graph per ubatch (hybrid models: one per
+// input); a node of layer 0 ("name-0") starts the next. A later node of that name in the same
+// graph (sentence-transformers dense layers) fails the probe.
+bool EmbeddingCore::EvalCallback(ggml_tensor* t, bool ask, void* data) {
+  auto* self = static_cast<EmbeddingCore*>(data);
+  if (self->shortcut_ == Shortcut::kOff) return ask ? false : true;
+  if (ask && self->stopSeen_) {
+    const size_t n = std::strlen(t->name);
+    if (n >= 2 && t->name[n - 2] == '-' && t->name[n - 1] == '0') self->stopSeen_ = false;
+  }
+  if (self->stopSeen_ || (std::strcmp(t->name, "result_norm") != 0 && std::strcmp(t->name, "result_embd_pooled") != 0)) {
+    return ask ? false : true;
+  }
+  if (ask) return true;
+  self->stopSeen_ = true;
+  self->stops_++;
+  if (self->shortcut_ == Shortcut::kSkip) return false;
+  // probing: keep the rows to compare with what llama.cpp extracts, and let the graph run on
+  if (t->type == GGML_TYPE_F32 && ggml_is_contiguous(t) && ggml_n_dims(t) <= 2 && (self->probe_.empty() || self->probeWidth_ == t->ne[0])) {
+    const size_t at = self->probe_.size();
+    self->probeWidth_ = t->ne[0];
+    self->probeRows_ += t->ne[1];
+    self->probe_.resize(at + static_cast<size_t>(ggml_nelements(t)));
+    ggml_backend_tensor_get(t, self->probe_.data() + at, 0, ggml_nbytes(t));
+  } else {
+    self->probeRows_ = -1;  // never matches
+  }
+  return true;
+}
+
+bool EmbeddingCore::ProbeMatches(int32_t rows) const {
+  if (probeRows_ != rows || probeWidth_ != static_cast<int64_t>(dimensions_)) return false;
+  if (probe_.size() != static_cast<size_t>(rows) * dimensions_) return false;
+  for (int32_t k = 0; k < rows; k++) {
+    const float* e = llama_get_embeddings_ith(ctx_, k);
+    if (e == nullptr || std::memcmp(e, probe_.data() + static_cast<size_t>(k) * dimensions_, dimensions_ * sizeof(float)) != 0) {
+      return false;
+    }
+  }
+  return true;
+}
+
+NativeError EmbeddingCore::UseLlamaPooling() {
+  shortcut_ = Shortcut::kOff;
+  ownPooling_ = false;
+  probe_.clear();
+  llama_free(ctx_);
+  ctx_ = nullptr;
+  std::string detail;
+  ctx_ = NewContext(static_cast<enum llama_pooling_type>(pooling_), &detail);
+  if (ctx_ == nullptr) {
+    return {"ERR_CONTEXT_CREATE", "llama.cpp could not create the embedding context" + (detail.empty() ? "" : ": " + detail)};
+  }
+  return {};
+}
+
+// llama.cpp's build_pooling, on the rows of one input: mean (each row times 1/n, summed), the
+// first row (CLS) or the last.
+void EmbeddingCore::Pool(int32_t firstRow, uint32_t rows, float* out) const {
+  if (pooling_ == LLAMA_POOLING_TYPE_CLS || pooling_ == LLAMA_POOLING_TYPE_LAST) {
+    const int32_t row = pooling_ == LLAMA_POOLING_TYPE_CLS ? firstRow : firstRow + static_cast<int32_t>(rows) - 1;
+    std::memcpy(out, llama_get_embeddings_ith(ctx_, row), dimensions_ * sizeof(float));
+    return;
+  }
+  std::vector<double> sum(dimensions_, 0.0);
+  const float scale = 1.0f / static_cast<float>(rows);
+  for (uint32_t r = 0; r < rows; r++) {
+    const float* e = llama_get_embeddings_ith(ctx_, firstRow + static_cast<int32_t>(r));
+    for (uint32_t d = 0; d < dimensions_; d++) sum[d] += e[d] * scale;
+  }
+  for (uint32_t d = 0; d < dimensions_; d++) out[d] = static_cast<float>(sum[d]);
 }
 
 EmbeddingCore::~EmbeddingCore() {
@@ -119,7 +217,7 @@ bool EmbeddingCore::AbortCallback(void* data) {
 
 NativeError EmbeddingCore::Run(const std::vector<llama_token>& tokens, const std::vector<uint32_t>& lengths, int32_t normalize,
                                const std::function<bool()>& cancelled, std::vector<float>* out, uint32_t* decodes,
-                               double* decodeMs) {
+                               double* decodeMs, uint32_t* shortDecodes) {
   std::lock_guard<std::mutex> lock(runMu_);
   const NativeError disposed{"ERR_DISPOSED", "the embedding context was disposed"};
   if (stop_.load()) return disposed;
@@ -149,9 +247,11 @@ NativeError EmbeddingCore::Run(const std::vector<llama_token>& tokens, const std
   size_t next = 0, offset = 0;
   *decodes = 0;
   *decodeMs = 0;
+  *shortDecodes = 0;
+  std::vector<float> pooled(dimensions_);
   while (next < lengths.size()) {
     // As many whole inputs as fit the batch's tokens and sequences (batch_decode's packing).
-    size_t first = next;
+    const size_t first = next, firstOffset = offset;
     batch_.n_tokens = 0;
     while (next < lengths.size() && next - first < sequences_ && batch_.n_tokens + lengths[next] <= batchSize_) {
       const llama_seq_id seq = static_cast<llama_seq_id>(next - first);
@@ -167,6 +267,11 @@ NativeError EmbeddingCore::Run(const std::vector<llama_token>& tokens, const std
       next++;
     }
     llama_memory_clear(llama_get_memory(ctx_), true);
+    stopSeen_ = false;
+    stops_ = 0;
+    probe_.clear();
+    probeRows_ = 0;
+    const bool shortDecode = shortcut_ == Shortcut::kSkip;
     int32_t rc;
     {
       LogCapture capture;
@@ -179,9 +284,30 @@ NativeError EmbeddingCore::Run(const std::vector<llama_token>& tokens, const std
         return {"ERR_DECODE", "llama_decode failed (" + std::to_string(rc) + ") on an embedding batch" + (detail.empty() ? "" : ": " + detail)};
       }
     }
+    if (shortcut_ == Shortcut::kProbe) {
+      if (!ProbeMatches(batch_.n_tokens)) {
+        NativeError e = UseLlamaPooling();
+        if (!e.ok()) return e;
+        next = first;
+        offset = firstOffset;
+        continue;
+      }
+      shortcut_ = Shortcut::kSkip;
+      probe_.clear();
+      probe_.shrink_to_fit();
+    }
     (*decodes)++;
+    if (shortDecode && stops_ > 0) (*shortDecodes)++;
+    int32_t row = 0;
     for (size_t i = first; i < next; i++) {
-      const float* e = llama_get_embeddings_seq(ctx_, static_cast<llama_seq_id>(i - first));
+      const float* e;
+      if (ownPooling_) {
+        Pool(row, lengths[i], pooled.data());
+        row += static_cast<int32_t>(lengths[i]);
+        e = pooled.data();
+      } else {
+        e = llama_get_embeddings_seq(ctx_, static_cast<llama_seq_id>(i - first));
+      }
       if (e == nullptr) return {"ERR_INTERNAL", "llama.cpp returned no pooled embedding for input " + std::to_string(i)};
       float* dst = out->data() + i * dimensions_;
       if (rank) {
@@ -205,7 +331,7 @@ class EmbedTask : public Task {
 
   void Execute() override {
     std::function<bool()> cancelled = [this] { return StopRequested(); };
-    error_ = core_->Run(tokens_, lengths_, normalize_, cancelled, &out_, &decodes_, &decodeMs_);
+    error_ = core_->Run(tokens_, lengths_, normalize_, cancelled, &out_, &decodes_, &decodeMs_, &shortDecodes_);
     core_.reset();  // the last owner may be this thread: the context is freed here, not on JS
   }
 
@@ -220,6 +346,7 @@ class EmbedTask : public Task {
     result.Set("data", data);
     result.Set("decodes", decodes_);
     result.Set("decodeMs", decodeMs_);
+    result.Set("shortDecodes", shortDecodes_);
     deferred.Resolve(result);
   }
 
@@ -232,6 +359,7 @@ class EmbedTask : public Task {
   std::vector<float> out_;
   uint32_t decodes_ = 0;
   double decodeMs_ = 0;
+  uint32_t shortDecodes_ = 0;
 };
 
 uint32_t U32(Napi::Object o, const char* key, uint32_t fallback) {
@@ -268,6 +396,8 @@ EmbeddingWrap::EmbeddingWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<
     config.threadsBatch = static_cast<int32_t>(U32(o, "threadsBatch", 0));
     Napi::Value pooling = o.Get("pooling");
     if (pooling.IsNumber()) config.pooling = pooling.As<Napi::Number>().Int32Value();
+    Napi::Value shortGraph = o.Get("shortGraph");
+    if (shortGraph.IsBoolean()) config.shortGraph = shortGraph.As<Napi::Boolean>().Value();
     NativeError error;
     core_ = EmbeddingCore::Create(env, model, config, &error);
     if (!core_) Throw(env, error.code, error.message);

@@ -8,7 +8,7 @@
 import { ArgumentRangeError, ArgumentTypeError, LlamapegError } from "../errors.js";
 import { binding, callNative, fromNative, type NativeEmbeddingContext, type NativeModel } from "../native/binding.js";
 import type { Model } from "./model.js";
-import { checkKeys, int, optionalObject, str, tokenList } from "./validate.js";
+import { checkKeys, int, oneOf, optionalObject, str, tokenList } from "./validate.js";
 
 /** llama.cpp's pooling types that give one vector (or score) per input. */
 export type PoolingType = "mean" | "cls" | "last" | "rank";
@@ -40,6 +40,16 @@ export interface EmbeddingContextOptions {
   threads?: number;
   /** Compute threads for batches. Default: `threads`. */
   threadsBatch?: number;
+  /**
+   * "short" (default): mean, CLS and last pooling are done here from the model's final norm, and
+   * each decode after the first stops there: llama.cpp computes the vocabulary projection for
+   * every token of an embedding batch, which embeddings never read (on a decoder model most of
+   * the work). The first decode runs the whole graph and checks that the norm's rows are the
+   * vectors llama.cpp hands out; where they are not (a model with dense layers after the norm),
+   * the context falls back to "reference". "reference": llama.cpp's whole graph, its pooling
+   * included, as `llama-embedding` runs it. Rank pooling always runs the whole graph.
+   */
+  graph?: "short" | "reference";
 }
 
 /** One input: a text (tokenized with the model's special tokens, as llama.cpp) or token ids. */
@@ -53,6 +63,10 @@ export interface EmbeddingResult {
   decodes: number;
   /** Milliseconds inside llama_decode (llama.cpp's "prompt eval time"). */
   decodeMs: number;
+  /** Decodes that stopped after the model's final norm: the vocabulary projection, which
+   * llama.cpp computes for every token of an embedding batch and embeddings do not use, was left
+   * out (docs/contexts.md, "Embedding contexts"). */
+  shortDecodes: number;
 }
 
 export interface RankResult {
@@ -67,7 +81,7 @@ const POOLING: Record<PoolingType, number> = { mean: 1, cls: 2, last: 3, rank: 4
 const POOLING_NAMES = ["none", "mean", "cls", "last", "rank"] as const;
 const NORMALIZE: Record<string, number> = { none: -1, "max-abs": 0, taxicab: 1, euclidean: 2 };
 const MAX_SEQUENCES = 256; // llama.cpp's LLAMA_MAX_SEQ
-const keys = ["pooling", "normalize", "contextSize", "batchSize", "sequences", "threads", "threadsBatch"] as const;
+const keys = ["pooling", "normalize", "contextSize", "batchSize", "sequences", "threads", "threadsBatch", "graph"] as const;
 
 /** The pooling the GGUF declares (`<arch>.pooling_type`), or null when none. */
 export function modelPooling(model: Model): PoolingType | null {
@@ -129,8 +143,9 @@ export class EmbeddingContext {
     const sequences = int(o.sequences, "sequences", 64, 1, MAX_SEQUENCES);
     const threads = int(o.threads, "threads", 0, 1, 1024);
     const threadsBatch = int(o.threadsBatch, "threadsBatch", 0, 1, 1024);
+    const graph = oneOf(o.graph, "graph", ["short", "reference"] as const, "short");
     const Ctor = binding().NativeEmbeddingContext;
-    this.#native = callNative(() => new Ctor(nativeModel, { contextSize, batchSize, sequences, threads, threadsBatch, pooling: POOLING[pooling] }), model.path);
+    this.#native = callNative(() => new Ctor(nativeModel, { contextSize, batchSize, sequences, threads, threadsBatch, pooling: POOLING[pooling], shortGraph: graph === "short" }), model.path);
     const info = this.#native.info();
     this.model = model;
     this.pooling = POOLING_NAMES[info.pooling] as PoolingType;
@@ -163,9 +178,9 @@ export class EmbeddingContext {
     }
     if (!Array.isArray(inputs)) throw new ArgumentTypeError("inputs must be an array of strings or token arrays", "inputs");
     const lists = inputs.map((input, i) => this.#tokens(input, `inputs[${i}]`));
-    const { data, decodes, decodeMs } = await this.#run(lists, "inputs");
+    const { data, decodes, decodeMs, shortDecodes } = await this.#run(lists, "inputs");
     const d = this.dimensions;
-    return { embeddings: lists.map((_, i) => data.slice(i * d, (i + 1) * d)), tokens: lists.map((l) => l.length), decodes, decodeMs };
+    return { embeddings: lists.map((_, i) => data.slice(i * d, (i + 1) * d)), tokens: lists.map((l) => l.length), decodes, decodeMs, shortDecodes };
   }
 
   /**
@@ -237,9 +252,9 @@ export class EmbeddingContext {
   }
 
 
-  async #run(lists: Int32Array[], field: string): Promise<{ data: Float32Array; decodes: number; decodeMs: number }> {
+  async #run(lists: Int32Array[], field: string): Promise<{ data: Float32Array; decodes: number; decodeMs: number; shortDecodes: number }> {
     const native = this.#alive();
-    if (lists.length === 0) return { data: new Float32Array(0), decodes: 0, decodeMs: 0 };
+    if (lists.length === 0) return { data: new Float32Array(0), decodes: 0, decodeMs: 0, shortDecodes: 0 };
     let total = 0;
     const lengths = new Uint32Array(lists.length);
     for (let i = 0; i < lists.length; i++) {

@@ -229,6 +229,8 @@ export interface NativeEmbeddingOptions {
   threadsBatch: number;
   /** llama_pooling_type: 1 mean, 2 cls, 3 last, 4 rank. */
   pooling: number;
+  /** Pool here and stop each graph after the final norm (EmbeddingContextOptions.graph "short"). */
+  shortGraph: boolean;
 }
 
 export interface NativeEmbeddingInfo {
@@ -246,7 +248,7 @@ export interface NativeEmbeddingInfo {
 
 export interface NativeEmbeddingContext {
   /** `lengths` splits `tokens` into inputs; `normalize` is llama.cpp's embd_normalize. */
-  embed(tokens: Int32Array, lengths: Uint32Array, normalize: number): Promise<{ data: Float32Array; decodes: number; decodeMs: number }>;
+  embed(tokens: Int32Array, lengths: Uint32Array, normalize: number): Promise<{ data: Float32Array; decodes: number; decodeMs: number; shortDecodes: number }>;
   info(): NativeEmbeddingInfo;
   dispose(): void;
 }

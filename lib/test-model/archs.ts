@@ -46,6 +46,10 @@ export function buildLfm2(o: TestModelOptions, sources: TestModelSources): Built
     matrix(`${p}ffn_up.weight`, o.nEmbd, o.nFf);
     matrix(`${p}ffn_down.weight`, o.nFf, o.nEmbd);
   }
+  if (o.denseOut === true) {
+    matrix("dense_2.weight", o.nEmbd, o.nEmbd);
+    vector("dense_2.bias", o.nEmbd, 0.1, 0);
+  }
   return { metadata, tensors };
 }
 

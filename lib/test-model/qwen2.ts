@@ -37,6 +37,9 @@ export interface TestModelOptions {
   reranker?: boolean;
   /** gemma3: tokens each sliding-window layer sees (default 64). */
   slidingWindow?: number;
+  /** lfm2: a sentence-transformers dense layer after the output norm (`dense_2`, as LFM2-ColBERT),
+   * which llama.cpp applies to embeddings only. */
+  denseOut?: boolean;
 }
 
 export interface TestModelSources {

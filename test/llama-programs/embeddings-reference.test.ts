@@ -53,11 +53,16 @@ describe("embeddings equal llama-embedding's", () => {
     const refs = await Promise.all(poolings.map((p) => reference(qwenPath, texts, p)));
     for (const [k, pooling] of poolings.entries()) {
       const ctx = qwen.createEmbeddingContext({ pooling, threads: 1 });
-      const { embeddings, decodes } = await ctx.embedWithUsage(texts);
+      // the first decode runs the whole graph (it checks that the final norm is what llama.cpp
+      // hands out); later ones stop after that norm: both must equal llama-embedding's vectors
+      const first = await ctx.embedWithUsage(texts);
+      const later = await ctx.embedWithUsage(texts);
       ctx.dispose();
-      expect(decodes).toBe(1);
+      expect([first.decodes, first.shortDecodes, later.decodes, later.shortDecodes]).toEqual([1, 0, 1, 1]);
       expect(refs[k]!.length).toBe(texts.length);
-      for (const [i, e] of embeddings.entries()) expect(maxDiff(e, refs[k]![i]!), `${pooling} text ${i}`).toBeLessThan(2e-6);
+      for (const { embeddings } of [first, later]) {
+        for (const [i, e] of embeddings.entries()) expect(maxDiff(e, refs[k]![i]!), `${pooling} text ${i}`).toBeLessThan(2e-6);
+      }
     }
     // the poolings differ from each other (the comparison is not of one vector three times)
     expect(maxDiff(refs[0]![1]!, refs[2]![1]!)).toBeGreaterThan(1e-2);
@@ -78,5 +83,33 @@ describe("embeddings equal llama-embedding's", () => {
       expect(Math.abs(s - ref[i]![0]!), `document ${i}`).toBeLessThan(2e-6);
     }
     expect(new Set(scores.map((s) => s.toFixed(4))).size, "scores vary by document").toBeGreaterThan(1);
+  });
+
+  it("a hybrid and a sliding-window model stop after the norm too; a model with a dense layer after it falls back; graph \"reference\" runs llama.cpp's whole graph", async () => {
+    const cases = [
+      { variant: "lfm2", graph: "short", short: 1 },
+      { variant: "gemma3", graph: "short", short: 1 },
+      // llama.cpp hands out the dense layer's output, not the norm's: the probe sees it and the
+      // context is made again with llama.cpp's pooling (no decode stops early)
+      { variant: "lfm2Dense", graph: "short", short: 0 },
+      { variant: "qwen2", graph: "reference", short: 0 },
+    ] as const;
+    for (const c of cases) {
+      const path = await testModelPath(c.variant);
+      const ref = await reference(path, texts, "mean");
+      const model = await loadModel(path);
+      try {
+        const ctx = model.createEmbeddingContext({ pooling: "mean", threads: 1, graph: c.graph });
+        const first = await ctx.embedWithUsage(texts);
+        const later = await ctx.embedWithUsage(texts);
+        ctx.dispose();
+        expect([first.decodes, first.shortDecodes, later.decodes, later.shortDecodes], `${c.variant} ${c.graph}`).toEqual([1, 0, 1, c.short]);
+        for (const { embeddings } of [first, later]) {
+          for (const [i, e] of embeddings.entries()) expect(maxDiff(e, ref[i]!), `${c.variant} ${c.graph} text ${i}`).toBeLessThan(2e-6);
+        }
+      } finally {
+        model.dispose();
+      }
+    }
   });
 });

@@ -140,6 +140,7 @@ describe("EmbeddingContext", () => {
     expect((await codeOf(() => qwen.createEmbeddingContext({ contextSize: 64, batchSize: 32 }))).code).toBe("ERR_INVALID_ARGUMENT");
     expect((await codeOf(() => qwen.createEmbeddingContext({ sequences: 257 }))).code).toBe("ERR_INVALID_ARGUMENT");
     expect((await codeOf(() => qwen.createEmbeddingContext({ size: 1 } as never))).code).toBe("ERR_INVALID_ARGUMENT");
+    expect((await codeOf(() => qwen.createEmbeddingContext({ graph: "fast" as never }))).code).toBe("ERR_INVALID_ARGUMENT");
     const vocabOnly = await loadModel(qwen.path, { vocabOnly: true });
     expect((await codeOf(() => vocabOnly.createEmbeddingContext())).code).toBe("ERR_CONTEXT_CREATE");
     vocabOnly.dispose();

@@ -9,12 +9,14 @@
 import { loadModel, type LoadModelOptions, type Model } from "../../lib/llama/index.js";
 import { ensureTestModel, type EnsureTestModelOptions, type TestModelOptions } from "../../lib/test-model/index.js";
 
-/** The variants of the tiny preset: a transformer, a hybrid, a sliding-window model, a reranker. */
+/** The variants of the tiny preset: a transformer, a hybrid, a sliding-window model, a reranker,
+ * the hybrid with a sentence-transformers dense layer (embeddings). */
 export const TEST_MODEL_VARIANTS = {
   qwen2: {},
   lfm2: { architecture: "lfm2" },
   gemma3: { architecture: "gemma3", slidingWindow: 32 },
   reranker: { architecture: "qwen3", reranker: true },
+  lfm2Dense: { architecture: "lfm2", denseOut: true },
 } as const satisfies Record<string, Partial<TestModelOptions>>;
 
 export type TestModelVariant = keyof typeof TEST_MODEL_VARIANTS;
