@@ -11,6 +11,7 @@ import { checkSchemaDepth } from "./depth.js";
 import { asDeclaredDraft } from "./dialect.js";
 import { Emitter } from "./emit.js";
 import { resolveRefs, type RefTable } from "./refs.js";
+import type { JsonWhitespace } from "./layout.js";
 import { Reporter, type SchemaWarning, type UnsupportedMode } from "./report.js";
 import { RuleSet } from "./rules.js";
 
@@ -21,6 +22,8 @@ export interface GrammarBuilder {
   addSchema(name: string, schema: unknown): string;
   /** Register the local `$ref`s of `schema`; call before {@link GrammarBuilder.addSchema} for schemas that use refs. */
   resolveRefs(schema: unknown): void;
+  /** How JSON whitespace is written (layout.ts): hand-written rules around schemas follow it too. */
+  readonly jsonWhitespace: JsonWhitespace;
 }
 
 /**
@@ -43,6 +46,8 @@ export interface GrammarOptions {
   unsupported?: UnsupportedMode;
   /** Receives the warnings of `unsupported: "ignore"`. */
   warnings?: SchemaWarning[];
+  /** JSON whitespace (layout.ts): "canonical" (the default mode's default) or "flexible" (llama.cpp's; always in reference mode). */
+  jsonWhitespace?: JsonWhitespace;
 }
 
 /**
@@ -53,12 +58,14 @@ export interface GrammarOptions {
 export function buildGrammar(cb: (b: GrammarBuilder) => void, options: GrammarOptions = {}): string {
   // the callback API keeps llama.cpp's text unless asked: the chat layer's plans (and their
   // conformance suites) build on it; compileJsonSchema / jsonSchemaToGbnf default to "default"
-  const rules = new RuleSet((options.schemaMode ?? "reference") === "reference");
+  const reference = (options.schemaMode ?? "reference") === "reference";
+  const rules = new RuleSet(reference, reference ? "flexible" : (options.jsonWhitespace ?? "canonical"));
   const refs: RefTable = new Map();
   const report = new Reporter(options.unsupported ?? "error");
   const emitter = new Emitter(rules, refs, report, options.dotall ?? false, options.propertyOrder ?? "declared");
   const builder: GrammarBuilder = {
-    addRule: (name, body) => rules.add(name, body),
+    addRule: (name, body) => rules.add(name, body, true),
+    jsonWhitespace: rules.jsonWhitespace,
     // the default mode reads a document as its declared draft does (dialect.ts)
     addSchema: (name, schema) => {
       checkSchemaDepth(schema, "#");
@@ -84,6 +91,8 @@ export interface CompileOptions {
   unsupported?: UnsupportedMode;
   /** See {@link GrammarOptions.propertyOrder}. */
   propertyOrder?: PropertyOrder;
+  /** See {@link GrammarOptions.jsonWhitespace}. */
+  jsonWhitespace?: JsonWhitespace;
 }
 
 export interface CompiledSchema {

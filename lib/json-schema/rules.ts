@@ -5,6 +5,7 @@
  * free numeric suffix (`foo0`, `foo1`, ...), the same body under the same name is shared, and the
  * grammar lists rules sorted by name.
  */
+import { canonicalJsonBody, type JsonWhitespace } from "./layout.js";
 import { internalError } from "../errors.js";
 import { sanitizeRuleName } from "./literal.js";
 
@@ -157,8 +158,14 @@ export class RuleSet {
   private readonly rules = new Map<string, string>();
   private readonly added: string[] = [];
 
-  /** `reference`: llama.cpp's built-in rules; otherwise the default mode's ({@link DEFAULT_MODE_RULES}). */
-  constructor(readonly reference = true) {
+  /**
+   * `reference`: llama.cpp's built-in rules; otherwise the default mode's ({@link DEFAULT_MODE_RULES}).
+   * `jsonWhitespace` "canonical": the bodies added (not `raw`) have their `space` laid out (layout.ts).
+   */
+  constructor(
+    readonly reference = true,
+    readonly jsonWhitespace: JsonWhitespace = "flexible",
+  ) {
     this.rules.set("space", SPACE_RULE);
   }
 
@@ -170,8 +177,10 @@ export class RuleSet {
     return this.rules.get(name);
   }
 
-  /** Store `body` under (a sanitized, possibly suffixed) `name`; returns the name used. */
-  add(name: string, body: string): string {
+  /** Store `body` under (a sanitized, possibly suffixed) `name`; returns the name used. `raw`: a
+   * hand-written rule (the chat layer's), whose whitespace is its own. */
+  add(name: string, body: string, raw = false): string {
+    if (!raw && this.jsonWhitespace === "canonical") body = canonicalJsonBody(body);
     const base = sanitizeRuleName(name);
     const existing = this.rules.get(base);
     if (existing === undefined || existing === body) {

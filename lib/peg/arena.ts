@@ -4,7 +4,7 @@
  * serialized by either implementation with `PegArena.fromJSON()`.
  */
 import { LlamapegError } from "../errors.js";
-import { type GrammarBuilder, type SchemaMode, type SchemaWarning, type UnsupportedMode, buildGrammar } from "../json-schema/index.js";
+import { type GrammarBuilder, type JsonWhitespace, type SchemaMode, type SchemaWarning, type UnsupportedMode, buildGrammar } from "../json-schema/index.js";
 import { dumpNode } from "./dump.js";
 import { buildArenaGrammar } from "./gbnf.js";
 import { type PegNode, type PegNodeId, INVALID_NODE_ID } from "./nodes.js";
@@ -103,6 +103,8 @@ export class PegArena {
       warnings?: SchemaWarning[];
       /** The schema compiler for schema nodes (default "reference", llama.cpp's text; chat plans use "default" outside reference_mode). */
       schemaMode?: SchemaMode;
+      /** JSON whitespace in the default schema mode (json-schema/layout.ts; default "canonical"). */
+      jsonWhitespace?: JsonWhitespace;
     } = {},
   ): string {
     return buildGrammar(
@@ -115,6 +117,7 @@ export class PegArena {
         ...(options.unsupported === undefined ? {} : { unsupported: options.unsupported }),
         ...(options.warnings === undefined ? {} : { warnings: options.warnings }),
         ...(options.schemaMode === undefined ? {} : { schemaMode: options.schemaMode }),
+        ...(options.jsonWhitespace === undefined ? {} : { jsonWhitespace: options.jsonWhitespace }),
       },
     );
   }

@@ -182,6 +182,24 @@ export function buildArenaGrammar(arena: GbnfArenaView, builder: GrammarBuilder,
     }
   };
 
+  // JSON whitespace (json-schema/layout.ts): a `space` between JSON punctuation is written as
+  // templates serialize JSON, by its neighbours in the sequence: " " after ":" or ",", nothing
+  // after "{" / "[" or before "}" / "]" / ":" / ","; a space between other things (a tool-call
+  // marker and the JSON) keeps the flexible rule. The parser reads any whitespace either way.
+  const canonical = builder.jsonWhitespace === "canonical";
+  const literalOf = (id: PegNodeId | undefined): string | null => {
+    if (id === undefined) return null;
+    const p = effective(id);
+    return p.kind === "literal" ? p.text : null;
+  };
+  const canonicalSpace = (children: readonly PegNodeId[], i: number): string => {
+    const before = literalOf(children[i - 1]);
+    const after = literalOf(children[i + 1]);
+    if (before !== null && (before.endsWith(":") || before.endsWith(","))) return '" "';
+    if ((before !== null && (before.endsWith("{") || before.endsWith("["))) || (after !== null && /^[}\]:,]/.test(after))) return "";
+    return "space";
+  };
+
   const toGbnf = (id: PegNodeId): string => {
     const node = nodes[id]!;
     switch (node.kind) {
@@ -195,8 +213,8 @@ export function buildArenaGrammar(arena: GbnfArenaView, builder: GrammarBuilder,
         return gbnfFormatLiteral(node.text);
       case "sequence": {
         let s = "";
-        for (const c of node.children) {
-          const g = toGbnf(c);
+        for (const [i, c] of node.children.entries()) {
+          const g = canonical && nodes[c]!.kind === "space" ? canonicalSpace(node.children, i) : toGbnf(c);
           if (g === "") continue;
           if (s !== "") s += " ";
           const k = effective(c).kind;

@@ -4,7 +4,7 @@ import type { GrammarBuilder } from "../../../lib/json-schema/index.js";
 import { buildPegParser } from "../../../lib/peg/index.js";
 
 /** Records addRule calls instead of formatting a grammar, to see what the exporter asks for. */
-function recorder(): GrammarBuilder & { rules: Map<string, string> } {
+function recorder(jsonWhitespace: GrammarBuilder["jsonWhitespace"] = "flexible"): GrammarBuilder & { rules: Map<string, string> } {
   const rules = new Map<string, string>();
   return {
     rules,
@@ -14,6 +14,7 @@ function recorder(): GrammarBuilder & { rules: Map<string, string> } {
     },
     addSchema: (name) => `schema-${name}`,
     resolveRefs: () => {},
+    jsonWhitespace,
   };
 }
 
