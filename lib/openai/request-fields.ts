@@ -74,6 +74,7 @@ export const REQUEST_FIELDS: Readonly<Record<string, Rule>> = {
   grammar: honoured,
   calls_only: honoured,
   reference_mode: honoured,
+  json_whitespace: honoured,
   fast_forward: honoured,
   speculative: honoured,
   signal: honoured,

@@ -114,6 +114,12 @@ export interface ChatCompletionRequest {
    */
   reference_mode?: boolean;
   /**
+   * llamapeg: JSON whitespace in the plan's grammar: "canonical" (default; `", "`, `": "`,
+   * nothing inside brackets, as templates serialize JSON) or "flexible" (llama.cpp's: any
+   * whitespace between tokens; always so in `reference_mode`). docs/json-schema.md.
+   */
+  json_whitespace?: "canonical" | "flexible";
+  /**
    * llamapeg: text the grammar forces (a tool's name, property names, separators) is decoded as a
    * batch instead of one sampled step per token (docs/grammar-engine.md). Default: on wherever
    * the plan has a grammar, off in `reference_mode`; false decodes as llama.cpp does.

@@ -77,6 +77,7 @@ const PLAN_FIELDS = {
   analysisOverrides: "key",
   templateLimits: "prompt",
   referenceMode: "key",
+  jsonWhitespace: "key",
 } as const satisfies Record<keyof NormalizedApplyRequest, "key" | "prompt">;
 
 type KeyField = { [K in keyof typeof PLAN_FIELDS]: (typeof PLAN_FIELDS)[K] extends "key" ? K : never }[keyof typeof PLAN_FIELDS];
@@ -144,6 +145,8 @@ const GENERATION_PROMPT_FIELDS = {
   templateLimits: "unread",
   // how floats print
   referenceMode: "key",
+  // the grammar's, not the template's
+  jsonWhitespace: "unread",
 } satisfies { [K in keyof NormalizedApplyRequest]: "key" | "unread" | "suffix" | ((value: NormalizedApplyRequest[K]) => unknown) };
 
 const GENERATION_PROMPT_KEYS = Object.keys(GENERATION_PROMPT_FIELDS) as (keyof NormalizedApplyRequest)[];

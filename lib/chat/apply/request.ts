@@ -10,7 +10,7 @@
  */
 import { boundedCache } from "../../cache.js";
 import { LlamapegError } from "../../errors.js";
-import { checkSchemaDepth, compileJsonSchema } from "../../json-schema/index.js";
+import { checkSchemaDepth, compileJsonSchema, type JsonWhitespace } from "../../json-schema/index.js";
 import type { TemplateAnalysisOverrides } from "../analysis/types.js";
 import { parseChatMessages, type ChatMessage } from "../messages.js";
 import type { ChatTool } from "../tools.js";
@@ -68,6 +68,13 @@ export interface ApplyChatRequest {
    * schema's argument order admitted (docs/apply.md "Tool calls as models write them").
    */
   reference_mode?: boolean;
+  /**
+   * llamapeg: JSON whitespace in the plan's grammar (tool-call JSON, `response_format` schemas).
+   * "canonical" (default): as templates serialize JSON, `", "` and `": "` and nothing inside
+   * brackets, so fast-forward forces the separators; "flexible": llama.cpp's whitespace anywhere
+   * between tokens. `reference_mode` is always "flexible". The parser reads any whitespace.
+   */
+  json_whitespace?: JsonWhitespace;
 }
 
 /** The request after validation. */
@@ -97,6 +104,8 @@ export interface NormalizedApplyRequest {
   templateLimits: TemplateLimits | undefined;
   /** llama.cpp's printing, values and argument order (see `reference_mode`). */
   referenceMode: boolean;
+  /** See `json_whitespace`: "flexible" whenever `referenceMode`. */
+  jsonWhitespace: JsonWhitespace;
 }
 
 const ROLES = new Set(["system", "developer", "user", "assistant", "tool"]);
@@ -279,6 +288,8 @@ export function normalizeApplyRequest(request: ApplyChatRequest, rules: RequestR
   const chatTemplateKwargs = (kwargs ?? undefined) as Record<string, unknown> | undefined;
   const { schema, where: jsonSchemaWhere } = checkSchema(req);
   const referenceMode = optBool(req, "reference_mode") ?? false;
+  const whitespace = req.json_whitespace ?? "canonical";
+  if (whitespace !== "canonical" && whitespace !== "flexible") invalid(`json_whitespace must be "canonical" or "flexible", got ${JSON.stringify(whitespace)}`, "json_whitespace");
   const jsonSchema = compiles(schema, jsonSchemaWhere, referenceMode);
   if (tools !== null && tools.length > 0 && toolChoice !== "none" && grammar !== "") {
     invalid('a grammar cannot be combined with tools (the tool-call grammar is generated); drop `grammar` or set tool_choice to "none"', "grammar");
@@ -293,6 +304,7 @@ export function normalizeApplyRequest(request: ApplyChatRequest, rules: RequestR
     namedTool,
     callsOnly: optBool(req, "calls_only") ?? true,
     referenceMode,
+    jsonWhitespace: referenceMode ? "flexible" : whitespace,
     parallelToolCalls: optBool(req, "parallel_tool_calls") ?? false,
     jsonSchema,
     jsonSchemaWhere,

@@ -49,6 +49,14 @@ describe("completion plans", () => {
     expect(p.grammar!.gbnf).not.toContain('"pick"');
   });
 
+  it("json_whitespace reaches the plan: canonical separators by default, llama.cpp's space rule when flexible", () => {
+    const named = { tools, tool_choice: { type: "function" as const, function: { name: "pick" } } };
+    expect(plan(named).grammar!.gbnf).toMatch(/", " /);
+    expect(plan({ ...named, json_whitespace: "canonical" }).grammar!.gbnf).not.toMatch(/"," space/);
+    expect(plan({ ...named, json_whitespace: "flexible" }).grammar!.gbnf).toMatch(/"," space/);
+    expect(() => plan({ ...named, json_whitespace: "tabs" as never })).toThrow(/json_whitespace/);
+  });
+
   it("auto: the reference's lazy grammar and trigger; a plain answer parses as content without errors", () => {
     const p = plan({ tools });
     expect(p.grammar!.lazy).toBe(true);
