@@ -200,8 +200,8 @@ void EmbeddingCore::Pool(int32_t firstRow, uint32_t rows, float* out) const {
 }
 
 EmbeddingCore::~EmbeddingCore() {
+  llama_batch_free(batch_);  // (a zeroed batch when Create failed first: frees nothing)
   if (ctx_ != nullptr) {
-    llama_batch_free(batch_);
     llama_free(ctx_);
     ctx_ = nullptr;
   }
@@ -221,6 +221,8 @@ NativeError EmbeddingCore::Run(const std::vector<llama_token>& tokens, const std
   std::lock_guard<std::mutex> lock(runMu_);
   const NativeError disposed{"ERR_DISPOSED", "the embedding context was disposed"};
   if (stop_.load()) return disposed;
+  // a fallback to llama.cpp's pooling that could not make its context left none
+  if (ctx_ == nullptr) return {"ERR_CONTEXT_CREATE", "the embedding context has no llama context (making it again with llama.cpp's pooling failed)"};
   // Everything that would make llama.cpp assert is refused before the first decode.
   const int32_t nVocab = llama_vocab_n_tokens(model_->vocab);
   size_t total = 0;
