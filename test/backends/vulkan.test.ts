@@ -59,6 +59,24 @@ describe.skipIf(!dir)("Vulkan backend (opt-in)", () => {
     console.log(`[vulkan] ${size}: ${count} tokens equal; CPU ${(r.cpu.ms / count).toFixed(1)} ms/token, Vulkan ${(r.vulkan.ms / count).toFixed(1)} ms/token`);
   }, 600_000);
 
+  it("embeddings on Vulkan0: the short graph (stopped after the final norm) equals the whole graph and the CPU backend's", () => {
+    const env = { ...process.env, LLAMAPEG_NATIVE_PATH: dir, GGML_VK_VISIBLE_DEVICES: process.env.GGML_VK_VISIBLE_DEVICES ?? "0", OMP_WAIT_POLICY: "passive" };
+    const r = spawnSync(process.execPath, [join(import.meta.dirname, "fixtures", "embed.mjs"), packageRoot, tiny, "vulkan"], { encoding: "utf8", env, timeout: 600_000 });
+    expect(r.status, r.stderr).toBe(0);
+    type Graph = { first: number[][]; later: number[][]; shortDecodes: number[] };
+    const out = JSON.parse(r.stdout.trim().split("\n").pop()!) as Record<"cpu" | "vulkan", Record<"short" | "reference", Graph>>;
+    const maxDiff = (a: number[][], b: number[][]) => Math.max(...a.flatMap((v, i) => v.map((x, j) => Math.abs(x - b[i]![j]!))));
+    for (const backend of ["cpu", "vulkan"] as const) {
+      expect(out[backend].short.shortDecodes, backend).toEqual([0, 1]);
+      expect(out[backend].reference.shortDecodes, backend).toEqual([0, 0]);
+      // within a backend: the short graph's later (stopped) decode against llama.cpp's whole graph
+      expect(maxDiff(out[backend].short.later, out[backend].reference.later), backend).toBeLessThan(1e-5);
+    }
+    // across backends: float rounding of another device
+    expect(maxDiff(out.vulkan.short.later, out.cpu.short.later)).toBeLessThan(1e-3);
+    console.log(`[vulkan] embeddings: short vs whole graph ${maxDiff(out.vulkan.short.later, out.vulkan.reference.later).toExponential(1)}, Vulkan vs CPU ${maxDiff(out.vulkan.short.later, out.cpu.short.later).toExponential(1)}`);
+  }, 600_000);
+
   it("installed as packages: @llamapeg/<platform>-vulkan's module loads into @llamapeg/<platform>'s libraries", () => {
     const work = mkdtempSync(join(tmpdir(), "llamapeg-vk-install-"));
     try {

@@ -5,7 +5,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 
-import { applyChatTemplate } from "../../../lib/chat/apply/index.js";
+import { applyChatTemplate, type ApplyChatRequest } from "../../../lib/chat/apply/index.js";
 import { parseChatOutput } from "../../../lib/chat/parse.js";
 import { LlamapegError } from "../../../lib/errors.js";
 import { GbnfMatcher } from "../json-schema/json-schema-gbnf-match.js";
@@ -15,12 +15,13 @@ const tool = {
   type: "function",
   function: { name: "get_weather", parameters: { type: "object", properties: { city: { type: "string" }, days: { type: "integer" } }, required: ["city", "days"], additionalProperties: false } },
 } as const;
-const request = (extra: Record<string, unknown>) => ({
-  messages: [{ role: "user", content: "weather?" }],
-  tools: [tool],
-  tool_choice: { type: "function", function: { name: "get_weather" } },
-  ...extra,
-});
+const request = (extra: Record<string, unknown>): ApplyChatRequest =>
+  ({
+    messages: [{ role: "user", content: "weather?" }],
+    tools: [tool],
+    tool_choice: { type: "function", function: { name: "get_weather" } },
+    ...extra,
+  }) as ApplyChatRequest;
 const canonical = '<|im_start|>assistant\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris", "days": 3}}\n</tool_call>';
 const padded = '<|im_start|>assistant\n<tool_call>\n{"name":"get_weather",\n  "arguments" : { "city":"Paris",\n "days": 3 }}\n</tool_call>';
 
