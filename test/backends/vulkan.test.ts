@@ -72,8 +72,9 @@ describe.skipIf(!dir)("Vulkan backend (opt-in)", () => {
       // within a backend: the short graph's later (stopped) decode against llama.cpp's whole graph
       expect(maxDiff(out[backend].short.later, out[backend].reference.later), backend).toBeLessThan(1e-5);
     }
-    // across backends: float rounding of another device
-    expect(maxDiff(out.vulkan.short.later, out.cpu.short.later)).toBeLessThan(1e-3);
+    // across backends: another device's rounding (lavapipe: 6.6e-4 on unit vectors; GPUs with
+    // half-precision matmuls round more)
+    expect(maxDiff(out.vulkan.short.later, out.cpu.short.later)).toBeLessThan(5e-3);
     console.log(`[vulkan] embeddings: short vs whole graph ${maxDiff(out.vulkan.short.later, out.vulkan.reference.later).toExponential(1)}, Vulkan vs CPU ${maxDiff(out.vulkan.short.later, out.cpu.short.later).toExponential(1)}`);
   }, 600_000);
 
