@@ -1,11 +1,11 @@
 /**
  * JSON whitespace in the default mode's grammars. llama.cpp lets every separator of a JSON value
  * take any whitespace (`space ::= | " " | "\n"{1,2} [ \t]{0,20}`): a model may pad its arguments
- * with newlines and tabs (small models loop on them), and no separator is ever forced, so
+ * with newlines and tabs (the random test model does), and no separator is ever forced, so
  * fast-forward (docs/grammar-engine.md, "Forced text") finds nothing to force between a value and
  * the next key. "canonical" writes JSON the way chat templates serialize it (`tojson`, Python's
- * json.dumps): `", "` between items, `": "` after a key, nothing inside brackets, as guidance
- * does by default; the parser still reads any whitespace. "flexible" is llama.cpp's rule.
+ * json.dumps): `", "` between items, `": "` after a key, nothing inside brackets; the parser
+ * still reads any whitespace. "flexible" is llama.cpp's rule.
  */
 export type JsonWhitespace = "canonical" | "flexible";
 
