@@ -239,6 +239,7 @@ std::shared_ptr<GenerationJob> CreateGeneration(Napi::Env env, const llama_vocab
     p.draft.ngramMin = static_cast<uint32_t>(std::clamp(Num(so, "ngramMin", 2), 1.0, 4096.0));
     p.draft.ngramMax = static_cast<uint32_t>(std::clamp(Num(so, "ngramMax", 4), static_cast<double>(p.draft.ngramMin), 4096.0));
     p.draft.model = so.Get("model").ToBoolean().Value();
+    p.draft.textLookup = !so.Has("textLookup") || so.Get("textLookup").ToBoolean().Value();
     p.draft.pMin = static_cast<float>(std::clamp(Num(so, "pMin", 0), 0.0, 1.0));
   }
 

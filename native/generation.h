@@ -95,6 +95,7 @@ struct GenerationJob : std::enable_shared_from_this<GenerationJob> {
   std::vector<llama_token> forced;        // forced after `pending`, emitted, decoded with it
   std::vector<llama_token> draft;         // drafted after `pending` (not emitted), verified with it
   uint32_t draftLimit = 0;                // the next draft's length limit (speculative.cpp); 0: draftMax
+  TextHistory draftText;                  // prompt lookup by text (speculative.h), built on first use
   int32_t batchIndex = -1;                // position of its logits in the current batch
   uint32_t batchTokens = 0;               // tokens it put into the current batch
   std::chrono::steady_clock::time_point started, generateStarted;

@@ -41,6 +41,124 @@ void NgramDraft(const std::vector<llama_token>& history, llama_token last, const
   }
 }
 
+namespace {
+
+std::string Piece(const llama_vocab* vocab, llama_token token) {
+  char buf[256];
+  const int32_t n = llama_token_to_piece(vocab, token, buf, sizeof buf, 0, false);
+  if (n >= 0) return std::string(buf, static_cast<size_t>(n));
+  std::string big(static_cast<size_t>(-n), '\0');
+  const int32_t m = llama_token_to_piece(vocab, token, big.data(), -n, 0, false);
+  big.resize(m > 0 ? static_cast<size_t>(m) : 0);
+  return big;
+}
+
+// Appends `bytes` as the inside of a JSON string (bytewise: UTF-8 passes through).
+void AppendEscaped(std::string* out, const std::string& bytes) {
+  static const char hex[] = "0123456789abcdef";
+  for (unsigned char c : bytes) {
+    switch (c) {
+      case '"': out->append("\\\""); break;
+      case '\\': out->append("\\\\"); break;
+      case '\n': out->append("\\n"); break;
+      case '\r': out->append("\\r"); break;
+      case '\t': out->append("\\t"); break;
+      case '\b': out->append("\\b"); break;
+      case '\f': out->append("\\f"); break;
+      default:
+        if (c < 0x20) {
+          out->append("\\u00");
+          out->push_back(hex[c >> 4]);
+          out->push_back(hex[c & 15]);
+        } else {
+          out->push_back(static_cast<char>(c));
+        }
+    }
+  }
+}
+
+// The start of the most recent occurrence of key[0, n) in text[0, end) that ends before `end` (at
+// least one byte follows it), or npos.
+size_t LastOccurrence(const std::string& text, size_t end, const char* key, size_t n) {
+  if (n == 0 || end < n + 1) return std::string::npos;
+  const char* base = text.data();
+  // the key's last byte at an index in [n - 1, hi), from the right
+  for (size_t hi = end - 1; hi > n - 1;) {
+    const void* hit = memrchr(base + n - 1, key[n - 1], hi - (n - 1));
+    if (hit == nullptr) break;
+    const size_t i = static_cast<size_t>(static_cast<const char*>(hit) - base);
+    if (std::memcmp(base + i + 1 - n, key, n) == 0) return i + 1 - n;
+    hi = i;
+  }
+  return std::string::npos;
+}
+
+}  // namespace
+
+void TextHistory::Push(const llama_vocab* vocab, llama_token token) {
+  const std::string piece = Piece(vocab, token);
+  raw += piece;
+  AppendEscaped(&escaped, piece);
+  tokens.push_back(token);
+}
+
+void TextHistory::Sync(const llama_vocab* vocab, const std::vector<llama_token>& cached) {
+  const bool continues = tokens.size() <= cached.size() && std::equal(tokens.begin(), tokens.end(), cached.begin());
+  if (!continues) {
+    raw.clear();
+    escaped.clear();
+    tokens.clear();
+  }
+  for (size_t i = tokens.size(); i < cached.size(); i++) Push(vocab, cached[i]);
+}
+
+void TextDraft(TextHistory* history, const llama_vocab* vocab, llama_token last, size_t maxTokens, std::vector<llama_token>* out) {
+  out->clear();
+  if (maxTokens == 0) return;
+  // `last` joins the history for the lookup only (it is not decoded yet).
+  const size_t rawSize = history->raw.size(), escapedSize = history->escaped.size();
+  const std::string lastPiece = Piece(vocab, last);
+  history->raw += lastPiece;
+  AppendEscaped(&history->escaped, lastPiece);
+  const std::string& raw = history->raw;
+  std::string text;
+  for (size_t n : {size_t{16}, size_t{8}}) {
+    if (raw.size() < n + 1 || !text.empty()) break;
+    const char* key = raw.data() + raw.size() - n;
+    // Whitespace runs are where tokenizations part most (a run merges into one token or several):
+    // a key of mostly blanks drafts what the model then writes in other tokens.
+    if (std::count_if(key, key + n, [](char c) { return c != ' ' && c != '\t' && c != '\n' && c != '\r'; }) < static_cast<std::ptrdiff_t>(n / 2)) break;
+    for (const std::string* view : {&history->raw, &history->escaped}) {
+      // (in the raw text the key itself ends the text; the match must end before it)
+      const size_t at = LastOccurrence(*view, view == &history->raw ? raw.size() - 1 : view->size(), key, n);
+      if (at == std::string::npos) continue;
+      const size_t from = at + n;
+      const size_t want = std::min<size_t>(view->size() - from, 24 * maxTokens + 8);
+      text.assign(*view, from, want);
+      break;
+    }
+  }
+  history->raw.resize(rawSize);
+  history->escaped.resize(escapedSize);
+  if (text.empty()) return;
+  // A word cut short tokenizes otherwise: end the text before its last space or newline (the
+  // next word's own start), else drop the last token.
+  bool cut = text.size() == 24 * maxTokens + 8;
+  if (cut) {
+    const size_t space = text.find_last_of(" \n");
+    if (space != std::string::npos && space > 0) {
+      text.resize(space);
+      cut = false;
+    }
+  }
+  std::vector<llama_token> tokens(text.size() + 2);
+  const int32_t n = llama_tokenize(vocab, text.data(), static_cast<int32_t>(text.size()), tokens.data(), static_cast<int32_t>(tokens.size()), false, false);
+  if (n <= 0) return;
+  tokens.resize(static_cast<size_t>(n) - (cut ? 1 : 0));
+  if (tokens.size() > maxTokens) tokens.resize(maxTokens);
+  out->swap(tokens);
+}
+
 bool DraftCompatible(const llama_model* target, const llama_model* draft, std::string* why) {
   const llama_vocab* vt = llama_model_get_vocab(target);
   const llama_vocab* vd = llama_model_get_vocab(draft);
@@ -275,6 +393,10 @@ void ContextCore::MakeDraft(GenerationJob& job) {
     DraftFromModel(job, room, &job.draft);
   } else {
     NgramDraft(cached, job.pending, p.draft, room, &job.draft);
+    if (job.draft.size() < std::max<uint32_t>(1, p.draft.draftMin) && p.draft.textLookup) {
+      job.draftText.Sync(model_->vocab, cached);
+      TextDraft(&job.draftText, model_->vocab, job.pending, room, &job.draft);
+    }
   }
   // Never an end: an EOG or stop token ends the generation when sampled, nothing follows it.
   const llama_vocab* vocab = model_->vocab;
@@ -286,7 +408,13 @@ void ContextCore::MakeDraft(GenerationJob& job) {
     }
   }
   // Under a grammar, only what it takes from here (the sampler would reject the rest anyway).
-  if (!job.draft.empty()) job.draft.resize(GrammarPrefix(job.sampler->mutableGrammarState(), vocab, job.draft.data(), job.draft.size()));
+  // With fast-forward, also not past a token after which the grammar forces text: the forced run
+  // is decoded after that token (VerifyDraft stops there), so the rest of the draft would be lost.
+  if (!job.draft.empty()) {
+    grammar::GrammarState* state = job.sampler->mutableGrammarState();
+    const ptrdiff_t walked = state != nullptr ? state->DraftPrefix(job.draft.data(), job.draft.size(), p.fastForward) : -1;
+    job.draft.resize(walked >= 0 ? static_cast<size_t>(walked) : GrammarPrefix(state, vocab, job.draft.data(), job.draft.size()));
+  }
   if (job.draft.size() < p.draft.draftMin) job.draft.clear();
 }
 

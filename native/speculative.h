@@ -28,6 +28,7 @@ struct DraftParams {
   uint32_t draftMin = 1;  // a shorter draft is not decoded
   uint32_t ngramMin = 2;  // the shortest suffix of the history looked up
   uint32_t ngramMax = 4;  // the longest (tried first)
+  bool textLookup = true; // prompt lookup: when no token n-gram matches, match the text (below)
   bool model = false;     // draft with the context's draft model instead of prompt lookup
   float pMin = 0.0f;      // draft model: stop where its greedy token is less likely than this
 };
@@ -42,6 +43,26 @@ bool DraftCompatible(const llama_model* target, const llama_model* draft, std::s
 // first n whose draft has at least draftMin tokens wins. Empty when none does.
 void NgramDraft(const std::vector<llama_token>& history, llama_token last, const DraftParams& params, size_t maxTokens,
                 std::vector<llama_token>* out);
+
+// The history as text, for a lookup that token n-grams miss: the same text tokenized another way
+// (the prompt holds a file tokenized in one piece, the model writes it in others), and the same
+// text JSON-escaped (a file shown raw in the prompt, copied into a tool call's string argument,
+// where every newline is `\n` and every quote `\"`: no token n-gram of the file occurs there).
+// `raw` is the pieces of the tokens (control tokens render empty), `escaped` the same as the inside
+// of a JSON string. Kept in step with the sequence's tokens, rebuilt when they are not a
+// continuation of what it saw.
+struct TextHistory {
+  std::string raw, escaped;
+  std::vector<llama_token> tokens;  // the tokens `raw` holds
+  void Sync(const llama_vocab* vocab, const std::vector<llama_token>& cached);
+  void Push(const llama_vocab* vocab, llama_token token);
+};
+
+// The draft after `history` + `last` by text: the most recent earlier occurrence of the text's
+// last 16 (then 8) bytes, in the raw text, then in its escaped form; the text that followed it
+// there, tokenized, is the draft (cut before its last word unless the text ran out, since a word
+// cut short tokenizes otherwise), at most maxTokens tokens. Empty when nothing matches.
+void TextDraft(TextHistory* history, const llama_vocab* vocab, llama_token last, size_t maxTokens, std::vector<llama_token>* out);
 
 // How many leading tokens of draft[0..n) the grammar takes one after the other from its current
 // state (llama.cpp's own grammar, on a copy of the stacks; the state is left as it was). A grammar

@@ -18,6 +18,7 @@
 //
 //   node scripts/bench-speculative.mjs [--json] [--rounds N] [--size tiny|small] [--threads N]
 //                                      [--file-tokens N] [--draft-max N] [--json-whitespace flexible|canonical]
+//                                      [--text-lookup true|false]
 import { existsSync, readFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { dirname, join, resolve } from "node:path";
@@ -50,7 +51,7 @@ const TOOL = {
 };
 
 async function main() {
-  const opts = parseArgs(process.argv.slice(2), { rounds: 7, size: "small", threads: 2, fileTokens: 256, draftMax: 16, jsonWhitespace: "flexible" });
+  const opts = parseArgs(process.argv.slice(2), { rounds: 7, size: "small", threads: 2, fileTokens: 256, draftMax: 16, jsonWhitespace: "flexible", textLookup: "true" });
   const dist = join(root, "dist");
   for (const f of ["openai/index.js", "llama/index.js", "test-model/index.js", "test-model/scaled.js"]) {
     if (!existsSync(join(dist, f))) throw new Error(`dist/${f} is missing: run \`npm run build:ts\` first`);
@@ -87,7 +88,7 @@ async function main() {
     const request = requestFor(file);
     const generateWith = (speculative) => ({
       model,
-      generate: (ids, o) => context.generate(ids, { ...o, ...(speculative ? { speculative: { type: "ngram", draftMax: opts.draftMax } } : {}) }),
+      generate: (ids, o) => context.generate(ids, { ...o, ...(speculative ? { speculative: { type: "ngram", draftMax: opts.draftMax, textLookup: opts.textLookup !== "false" } } : {}) }),
     });
     const timed = async (speculative) => {
       const target = generateWith(speculative);

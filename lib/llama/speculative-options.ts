@@ -7,7 +7,7 @@
  */
 import { ArgumentRangeError, ArgumentTypeError } from "../errors.js";
 import type { NativeGenerateOptions } from "../native/binding.js";
-import { checkKeys, int, num, oneOf } from "./validate.js";
+import { bool, checkKeys, int, num, oneOf } from "./validate.js";
 
 export interface SpeculativeOptions {
   /**
@@ -24,11 +24,19 @@ export interface SpeculativeOptions {
   ngramMin?: number;
   /** "ngram": the longest suffix looked up (tried first), ngramMin-16. Default 4. */
   ngramMax?: number;
+  /**
+   * "ngram": where no token n-gram matches, look the text up instead: the last 16 (then 8) bytes
+   * written, in the prompt and output as text and as the inside of a JSON string, and draft the
+   * text that followed, tokenized. It finds what token n-grams miss: text the model writes in
+   * other tokens than the prompt's, and a file shown raw and copied into a tool call's string
+   * argument (newlines as `\n`, quotes as `\"`). llama.cpp's lookup is by tokens only. Default true.
+   */
+  textLookup?: boolean;
   /** "draft": stop the draft where the draft model's greedy token is less likely than this, 0-1. Default 0 (llama.cpp's). */
   pMin?: number;
 }
 
-const keys = ["type", "draftMax", "draftMin", "ngramMin", "ngramMax", "pMin"] as const;
+const keys = ["type", "draftMax", "draftMin", "ngramMin", "ngramMax", "pMin", "textLookup"] as const;
 
 /** Validates `speculative` (undefined or false: off) into the native options. */
 export function resolveSpeculative(value: unknown): NativeGenerateOptions["speculative"] {
@@ -42,13 +50,14 @@ export function resolveSpeculative(value: unknown): NativeGenerateOptions["specu
   const draftMin = int(o.draftMin, "speculative.draftMin", 1, 1, 256);
   if (draftMin > draftMax) throw new ArgumentRangeError(`speculative.draftMin (${draftMin}) must not exceed speculative.draftMax (${draftMax})`);
   if (type === "draft") {
-    for (const k of ["ngramMin", "ngramMax"] as const) if (o[k] !== undefined) throw new ArgumentTypeError(`speculative.${k} is for type "ngram" (this is "draft")`);
+    for (const k of ["ngramMin", "ngramMax", "textLookup"] as const) if (o[k] !== undefined) throw new ArgumentTypeError(`speculative.${k} is for type "ngram" (this is "draft")`);
     const pMin = num(o.pMin, "speculative.pMin", 0, 0, 1);
-    return { draftMax, draftMin, ngramMin: 2, ngramMax: 4, model: true, pMin };
+    return { draftMax, draftMin, ngramMin: 2, ngramMax: 4, model: true, pMin, textLookup: false };
   }
   if (o.pMin !== undefined) throw new ArgumentTypeError('speculative.pMin is for type "draft" (this is "ngram")');
   const ngramMin = int(o.ngramMin, "speculative.ngramMin", 2, 1, 16);
   const ngramMax = int(o.ngramMax, "speculative.ngramMax", Math.max(4, ngramMin), 1, 16);
   if (ngramMin > ngramMax) throw new ArgumentRangeError(`speculative.ngramMin (${ngramMin}) must not exceed speculative.ngramMax (${ngramMax})`);
-  return { draftMax, draftMin, ngramMin, ngramMax, model: false, pMin: 0 };
+  const textLookup = bool(o.textLookup, "speculative.textLookup", true);
+  return { draftMax, draftMin, ngramMin, ngramMax, model: false, pMin: 0, textLookup };
 }

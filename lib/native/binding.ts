@@ -114,7 +114,7 @@ export interface NativeGenerateOptions {
   /** Forced text decoded in one batch with the token before it (native/forced-tokens.h). */
   fastForward?: boolean;
   /** Speculative decoding (native/speculative.h): prompt lookup, or (`model`) the context's draft model; absent or null: off. */
-  speculative?: { draftMax: number; draftMin: number; ngramMin: number; ngramMax: number; model: boolean; pMin: number } | null;
+  speculative?: { draftMax: number; draftMin: number; ngramMin: number; ngramMax: number; model: boolean; pMin: number; textLookup: boolean } | null;
   /** Reasoning budget (native/reasoning-budget.h): token sequences of the markers; absent or null: off. */
   reasoningBudget?: { tokens: number; start: Int32Array[]; end: Int32Array[]; forced: Int32Array; open: boolean } | null;
   /** A full sequence drops old tokens (keeping the first `contextShiftKeep`) instead of stopping. */

@@ -24,6 +24,7 @@ const SPECULATIVE_KEYS: Record<string, keyof SpeculativeOptions> = {
   ngram_min: "ngramMin",
   ngram_max: "ngramMax",
   p_min: "pMin",
+  text_lookup: "textLookup",
 };
 
 /** [min, max, integer] */
@@ -38,7 +39,7 @@ export function decodingFromRequest(r: Record<string, unknown>): RequestDecoding
 
 function speculativeOf(v: unknown): SpeculativeOptions | undefined {
   if (v === undefined || v === null || v === false) return undefined;
-  if (typeof v !== "object" || Array.isArray(v)) invalidRequest("speculative", 'expected false or {type: "ngram" | "draft", draft_max?, draft_min?, ngram_min?, ngram_max?, p_min?}');
+  if (typeof v !== "object" || Array.isArray(v)) invalidRequest("speculative", 'expected false or {type: "ngram" | "draft", draft_max?, draft_min?, ngram_min?, ngram_max?, p_min?, text_lookup?}');
   const o = v as Record<string, unknown>;
   const out: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(o)) {
@@ -46,6 +47,8 @@ function speculativeOf(v: unknown): SpeculativeOptions | undefined {
     if (value === undefined || value === null) continue;
     if (key === "type") {
       if (value !== "ngram" && value !== "draft") invalidRequest("speculative.type", `expected "ngram" (prompt lookup) or "draft" (the context's draft model), got ${JSON.stringify(value)}`);
+    } else if (key === "text_lookup") {
+      if (typeof value !== "boolean") invalidRequest("speculative.text_lookup", `expected a boolean, got ${JSON.stringify(value)}`);
     } else {
       const [min, max, integer] = RANGES[key]!;
       if (typeof value !== "number" || !Number.isFinite(value) || (integer && !Number.isInteger(value)) || value < min || value > max) {

@@ -130,7 +130,7 @@ export interface ChatCompletionRequest {
    * ("ngram"), or from the context's draft model ("draft"), verified in one batch and checked by
    * the grammar first. Default off. Not on llama-server targets (a 400 naming it).
    */
-  speculative?: { type: "ngram" | "draft"; draft_max?: number; draft_min?: number; ngram_min?: number; ngram_max?: number; p_min?: number } | false | null;
+  speculative?: { type: "ngram" | "draft"; draft_max?: number; draft_min?: number; ngram_min?: number; ngram_max?: number; p_min?: number; text_lookup?: boolean } | false | null;
   /** llamapeg: aborts the generation. */
   signal?: AbortSignal;
 }

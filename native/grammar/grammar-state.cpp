@@ -382,6 +382,44 @@ bool GrammarState::Accept(llama_token token, Failure* error) {
   return AcceptToken(token, piece, error);
 }
 
+ptrdiff_t GrammarState::DraftPrefix(const llama_token* draft, size_t n, bool stopAtForced) {
+  if (awaiting_ || n == 0) return static_cast<ptrdiff_t>(n);
+  if (hasTokenElements_) return -1;
+  SetId set = set_;
+  uint32_t value = partialValue_;
+  int remain = partialRemain_;
+  std::vector<StackId> chars;
+  size_t k = 0;
+  for (; k < n; k++) {
+    // As AcceptToken (no TOKEN elements here): the stacks that have not ended take the piece's
+    // code points. A piece llama.cpp's pass rejects outright (empty, invalid UTF-8) ends the walk.
+    const std::string& piece = vocab_->token_to_piece(draft[k]);
+    if (piece.empty() || piece[0] == 0 || llama_vocab_is_eog(vocab_, draft[k])) break;
+    Decoded d = DecodeLikeLlama(piece, value, remain);
+    if (d.remain < 0) break;
+    chars.clear();
+    for (const StackId* p = engine_->SetBegin(set); p != engine_->SetEnd(set); p++) {
+      if (*p != StackEngine::kEmpty) chars.push_back(*p);
+    }
+    SetId next = engine_->InternSet(&chars);
+    for (uint32_t cp : d.codePoints) {
+      if (next == StackEngine::kDead) break;
+      next = engine_->Next(next, cp);
+    }
+    if (engine_->failed() || next == StackEngine::kDead) break;
+    set = next;
+    value = d.value;
+    remain = d.remain;
+    if (stopAtForced && remain == 0) {
+      std::string forced;
+      ForcedRun(engine_.get(), set, 4, &forced);
+      if (engine_->failed()) break;
+      if (!forced.empty()) return static_cast<ptrdiff_t>(k + 1);
+    }
+  }
+  return static_cast<ptrdiff_t>(k);
+}
+
 std::string GrammarState::ForcedBytes(size_t maxBytes) {
   std::string out;
   if (awaiting_ || partialRemain_ != 0 || hasTokenElements_) return out;

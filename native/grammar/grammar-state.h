@@ -68,6 +68,13 @@ class GrammarState {
   // partial character, and for grammars with TOKEN elements (decided by id, not by text).
   std::string ForcedBytes(size_t maxBytes);
 
+  // How many leading tokens of draft[0, n) the grammar takes one after the other from here, walked
+  // on a copy of the state (speculative drafts); with stopAtForced, the walk ends after a token
+  // that leaves forced text next (fast-forward queues it there, and VerifyDraft stops). All of
+  // them while a lazy grammar waits for its trigger (the sampler checks each as it comes). -1 for
+  // grammars with TOKEN elements (the caller walks llama.cpp's stacks instead).
+  ptrdiff_t DraftPrefix(const llama_token* draft, size_t n, bool stopAtForced);
+
   const GrammarStats& stats() const { return stats_; }
   const MaskStats* maskStats() const { return mask_ ? &mask_->stats() : nullptr; }
   // Builds the position cache for every grammar position now (maxStates == 0), or for every state

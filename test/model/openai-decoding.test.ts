@@ -130,6 +130,7 @@ describe("bad values", () => {
       [{ speculative: { type: "ngram", draft_min: 9, draft_max: 4 } }, "speculative"],
       [{ speculative: { type: "ngram", ngram_min: 5, ngram_max: 3 } }, "speculative"],
       [{ speculative: { type: "ngram", depth: 2 } as never }, "speculative.depth"],
+      [{ speculative: { type: "ngram", text_lookup: "yes" } as never }, "speculative.text_lookup"],
     ];
     for (const [over, where] of cases) {
       let error: { code?: string; where?: string; message?: string } | undefined;

@@ -122,6 +122,35 @@ describe("speculative decoding (ngram)", () => {
     }
   }, 300_000);
 
+  it("text lookup: drafts where token n-grams miss (the prompt's text tokenized otherwise, a file copied JSON-escaped); the same tokens", async () => {
+    // The copy model's answer, put back into the prompt as text: the prompt holds it in the
+    // tokenizer's own split, the model writes it in its own.
+    const answer = await run(copyContext, chat(copy, "Write the file."), { temperature: 0, maxTokens: 80 });
+    const prompt = chat(copy, `Here it is:\n${answer.text}\nAgain.`);
+    const off = await run(copyContext, prompt, { temperature: 0, maxTokens: 80 });
+    const tokensOnly = await run(copyContext, prompt, { temperature: 0, maxTokens: 80, speculative: { type: "ngram", draftMax: 8, textLookup: false } });
+    const text = await run(copyContext, prompt, { temperature: 0, maxTokens: 80, speculative: { type: "ngram", draftMax: 8 } });
+    expect(tokensOnly.tokens).toEqual(off.tokens);
+    expect(text.tokens).toEqual(off.tokens);
+    expect(text.stats.draftAcceptedTokens!).toBeGreaterThan(tokensOnly.stats.draftAcceptedTokens!);
+    // A file shown raw, written as a JSON string (the grammar admits exactly that string): its
+    // newlines are `\n` and its quotes `\"` there, so token n-grams of the prompt rarely occur in
+    // the output; its escaped text does.
+    const file = 'function add(a, b) {\n  return a + b; // "sum"\n}\n\nconst x = "hello\\tworld";\nconsole.log(add(1, 2));\n';
+    const grammar = { gbnf: `root ::= ${JSON.stringify(JSON.stringify(file))}` };
+    for (const [m, ctx] of [[copy, copyContext], [model, context]] as const) {
+      const p = chat(m, `Here is add.js:\n${file}\nWrite it as a JSON string.`);
+      const goff = await run(ctx, p, { temperature: 0, maxTokens: 200, grammar });
+      expect(JSON.parse(goff.text)).toBe(file);
+      const gTokens = await run(ctx, p, { temperature: 0, maxTokens: 200, grammar, speculative: { type: "ngram", draftMax: 8, textLookup: false } });
+      const gText = await run(ctx, p, { temperature: 0, maxTokens: 200, grammar, speculative: { type: "ngram", draftMax: 8 } });
+      expect(gTokens.tokens).toEqual(goff.tokens);
+      expect(gText.tokens).toEqual(goff.tokens);
+      // (measured: 7 and 4 kept by token lookup, 31 and 29 with text lookup, of 68 and 74 tokens)
+      expect(gText.stats.draftAcceptedTokens!).toBeGreaterThan(2 * gTokens.stats.draftAcceptedTokens!);
+    }
+  }, 300_000);
+
   it("seeded sampling: the same tokens with and without drafts (one draw per emitted token either way)", async () => {
     const { prompt } = await repeatingPrompt(48);
     for (const seed of [1, 2]) {
@@ -322,6 +351,8 @@ describe("speculative decoding (draft model)", () => {
     expect(() => context.generate(chat(model, "x"), { speculative: { type: "draft" } })).toThrow(expect.objectContaining({ code: "ERR_INVALID_ARGUMENT" }));
     expect(() => context.generate(chat(model, "x"), { speculative: { type: "draft", ngramMin: 2 } } as never)).toThrow(expect.objectContaining({ code: "ERR_INVALID_ARGUMENT" }));
     expect(() => context.generate(chat(model, "x"), { speculative: { type: "ngram", pMin: 0.5 } } as never)).toThrow(expect.objectContaining({ code: "ERR_INVALID_ARGUMENT" }));
+    expect(() => context.generate(chat(model, "x"), { speculative: { type: "draft", textLookup: true } } as never)).toThrow(expect.objectContaining({ code: "ERR_INVALID_ARGUMENT" }));
+    expect(() => context.generate(chat(model, "x"), { speculative: { type: "ngram", textLookup: "yes" } } as never)).toThrow(expect.objectContaining({ code: "ERR_INVALID_ARGUMENT" }));
     expect(() => model.createContext({ draftModel: {} as never })).toThrow(expect.objectContaining({ code: "ERR_INVALID_ARGUMENT" }));
     const phi = await loadTestModel({ vocabPath: join(packageRoot, "vendor", "llama.cpp", "models", "ggml-vocab-phi-3.gguf") });
     const lfm2 = await loadTestModel("lfm2");
