@@ -19,7 +19,44 @@ MaskEngine::MaskEngine(std::shared_ptr<const VocabIndex> vocab, StackEngine* eng
   scratch_.Resize(vocab_->nVocab);
 }
 
-void MaskEngine::OnEngineReset(StackEngine* engine) { engine_ = engine; }
+void MaskEngine::OnEngineReset(StackEngine* engine) {
+  engine_ = engine;
+  loops_.clear();
+  loopsKnown_.clear();
+}
+
+const VocabIndex::Bytes& MaskEngine::LoopsOf(SetId set) {
+  if (set >= loopsKnown_.size()) {
+    loopsKnown_.resize(set + 1, 0);
+    loops_.resize(set + 1);
+  }
+  if (!loopsKnown_[set]) {
+    VocabIndex::Bytes m;
+    for (uint32_t c = 1; c < 128; c++) {
+      const SetId n = engine_->Next(set, c);
+      if (engine_->failed()) {
+        m = {};
+        break;
+      }
+      if (n != set) continue;
+      if (c < 64) m.lo |= 1ULL << c;
+      else m.hi |= 1ULL << (c - 64);
+    }
+    // Code points >= 0x80: the engine's classes from the one holding 0x80 to the last (the
+    // whole class steps alike); past 64 classes it is not worth finding out.
+    const uint32_t first = engine_->ClassOfCodePoint(0x80), last = engine_->classCount() - 1;
+    bool wide = !engine_->failed() && last - first < 64;
+    for (uint32_t k = first; wide && k <= last; k++) {
+      const SetId n = engine_->Next(set, std::max<uint32_t>(engine_->ClassRep(k), 0x80));
+      wide = !engine_->failed() && n == set;
+    }
+    if (engine_->failed()) m = {};
+    else if (wide) m.lo |= 1;
+    loops_[set] = m;
+    loopsKnown_[set] = 1;
+  }
+  return loops_[set];
+}
 
 void MaskEngine::NoteTokenTops(SetId set, TokenTops* tops) {
   for (const StackId* s = engine_->SetBegin(set); s != engine_->SetEnd(set); s++) {
@@ -51,6 +88,9 @@ bool MaskEngine::Walk(uint32_t root, SetId set, Utf8Walk utf8, TokenBits* out, s
     for (uint32_t t = tokenStart[i]; t < tokenStart[i + 1]; t++) words[static_cast<uint32_t>(tokens[t]) >> 6] |= 1ULL << (tokens[t] & 63);
   };
   uint64_t count = 0;
+  // (VocabIndex's per-node facts assume the walk starts at a character boundary, not inside a
+  // character carried from the last token)
+  const bool aligned = utf8.remain == 0;
   for (uint32_t i = root + 1; i < end;) {
     count++;
     const uint32_t d = depth[i] - base;
@@ -99,6 +139,24 @@ bool MaskEngine::Walk(uint32_t root, SetId set, Utf8Walk utf8, TokenBits* out, s
       if (!(flags & StackEngine::kFlagCanStep)) {
         i = next[i];
         continue;
+      }
+      // A state that steps to itself (inside a string, a run of digits or blanks): where every
+      // character below this node is one it loops on, each token below ends in this same state,
+      // so the whole subtree is admitted without walking it (most of a string position's walk).
+      // Characters past ASCII count where the state loops on all of them and the bytes below are
+      // plain whole characters (VocabIndex::belowOdd). Not where a subtree's nodes would be
+      // noted as continuations.
+      const VocabIndex::Bytes& below = v.below[i];
+      if (aligned && next[i] > i + 1 && !v.belowOdd[i] && (f.set == frames[d - 1].set || (f.set < loopsKnown_.size() && loopsKnown_[f.set])) &&
+          !((flags & StackEngine::kFlagBottom) && bottoms != nullptr)) {
+        const VocabIndex::Bytes& loops = LoopsOf(f.set);
+        view = engine_->view();
+        if (engine_->failed()) return false;
+        if ((below.lo & ~loops.lo) == 0 && (below.hi & ~loops.hi) == 0) {
+          for (uint32_t t = tokenStart[i + 1]; t < tokenStart[next[i]]; t++) words[static_cast<uint32_t>(tokens[t]) >> 6] |= 1ULL << (tokens[t] & 63);
+          i = next[i];
+          continue;
+        }
       }
     } else {
       // Inside a character: drop the subtree when no range of the set reaches that far (then

@@ -116,6 +116,12 @@ class MaskEngine {
     Utf8Walk utf8;
   };
   std::vector<WalkFrame> frames_;
+  // Per set: the ASCII characters on which it steps to itself (bit c of lo/hi as in
+  // VocabIndex::Bytes), and bit 0: it steps to itself on every code point >= 0x80 too. Found
+  // the first time a walk saw it step to itself.
+  const VocabIndex::Bytes& LoopsOf(SetId set);
+  std::vector<VocabIndex::Bytes> loops_;
+  std::vector<uint8_t> loopsKnown_;
   TokenBits scratch_;
   size_t bottomBudget_ = 0;  // 0: none; else Walk stops once it found more bottoms (walkStopped_)
   bool walkStopped_ = false;

@@ -121,6 +121,49 @@ std::shared_ptr<const VocabIndex> VocabIndex::Build(const llama_vocab* vocab) {
   v.tokenStart.assign(v.byte.size() + 1, 0);
   for (size_t i = 0; i < v.byte.size(); i++) v.tokenStart[i + 1] = v.tokenStart[i] + count[i];
   v.tokens = std::move(order);
+  // Each node's UTF-8 state from the root (bytes still owed by its last character), and whether
+  // its byte is odd there: a continuation byte where a character starts, a lead byte whose
+  // character may decode below 0x80 (C0, C1, E0, F0) or past any lead UTF-8 has (F5-FF), or a
+  // token ending inside a character (llama.cpp's partial check decides that one).
+  const size_t n = v.byte.size();
+  std::vector<uint8_t> odd(n, 0);
+  std::vector<int8_t> owed(n, 0);
+  {
+    std::vector<int8_t> atDepth(static_cast<size_t>(v.maxDepth) + 2, 0);
+    for (size_t i = 1; i < n; i++) {
+      const int8_t before = atDepth[v.depth[i] - 1];
+      const uint8_t b = v.byte[i];
+      int8_t after = 0;
+      if (before > 0) {
+        after = static_cast<int8_t>(before - 1);
+      } else if (b >= 0x80) {
+        if (b < 0xC2 || b == 0xE0 || b == 0xF0 || b > 0xF4) odd[i] = 1;
+        after = b >= 0xF0 ? 3 : b >= 0xE0 ? 2 : 1;
+      }
+      if (after > 0 && v.tokenStart[i] != v.tokenStart[i + 1]) odd[i] = 1;
+      owed[i] = after;
+      atDepth[v.depth[i]] = after;
+    }
+  }
+  // Children come after their parent in preorder: from the last node back, each node's bytes
+  // below are its children's bytes and what lies below them.
+  v.below.assign(n, VocabIndex::Bytes{});
+  v.belowOdd.assign(n, 0);
+  for (size_t i = n; i-- > 0;) {
+    VocabIndex::Bytes b;
+    uint8_t anyOdd = 0;
+    for (uint32_t c = static_cast<uint32_t>(i) + 1; c < v.next[i]; c = v.next[c]) {
+      const uint8_t x = v.byte[c];
+      if (x >= 0x80) b.lo |= 1;
+      else if (x < 64) b.lo |= 1ULL << x;
+      else b.hi |= 1ULL << (x - 64);
+      b.lo |= v.below[c].lo;
+      b.hi |= v.below[c].hi;
+      anyOdd |= odd[c] | v.belowOdd[c];
+    }
+    v.below[i] = b;
+    v.belowOdd[i] = anyOdd;
+  }
   v.buildMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return index;
 }

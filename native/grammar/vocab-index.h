@@ -38,6 +38,17 @@ class VocabIndex {
   std::vector<uint32_t> next;
   std::vector<uint32_t> tokenStart;
   std::vector<llama_token> tokens;
+  // The bytes strictly below each node (its subtree without the node's own byte): bit c of
+  // (lo, hi) for ASCII byte c (1-127; pieces hold no NUL), and bit 0 of lo for any byte >= 0x80.
+  // A walk in a state that loops on every one of them admits the whole subtree (mask.cpp).
+  // `belowOdd`: below a node that ends a whole character, some piece goes on with bytes that are
+  // not whole characters of code points >= 0x80 the plain way (a stray continuation byte, an
+  // overlong or out-of-range lead, a piece ending inside a character): decided by the walk only.
+  struct Bytes {
+    uint64_t lo = 0, hi = 0;
+  };
+  std::vector<Bytes> below;
+  std::vector<uint8_t> belowOdd;
   uint16_t maxDepth = 0;
   double buildMs = 0;
 

@@ -127,6 +127,14 @@ export function edgeGrammars(): CorpusGrammar[] {
     { name: "big alternation", gbnf: `root ::= ${Array.from({ length: 300 }, (_, i) => `"tool_${i}"`).join(" | ")} "(" [0-9]* ")"` },
     { name: "repetitions", gbnf: 'root ::= "a"{2,5} [bc]{0,3} ("d" "e"?){1,} "f"' },
     { name: "whole output done", gbnf: 'root ::= "yes" | "no"' },
+    // Loops the mask walk skips whole subtrees in (mask.cpp): a JSON string's characters, loops
+    // past ASCII with a hole in them, two negations that together admit everything (llama.cpp's
+    // partial check still rejects a character cut short inside either hole), and a loop only on
+    // some letters.
+    { name: "string loop", gbnf: String.raw`root ::= "\"" ([^"\\\x00-\x1F] | "\\" ["\\/bfnrt])* "\"" "."` },
+    { name: "loop with a non-ASCII hole", gbnf: String.raw`root ::= [^"\u0100\u4E00]* "\""` },
+    { name: "two negations", gbnf: String.raw`root ::= ([^\u00E9] | [^\u00E8])* "!"` },
+    { name: "loop on some letters", gbnf: 'root ::= [a-m ]* [n-z]+' },
   ];
 }
 
