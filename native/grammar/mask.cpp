@@ -21,41 +21,62 @@ MaskEngine::MaskEngine(std::shared_ptr<const VocabIndex> vocab, StackEngine* eng
 
 void MaskEngine::OnEngineReset(StackEngine* engine) {
   engine_ = engine;
-  loops_.clear();
-  loopsKnown_.clear();
+  uniform_.clear();
+  uniformKnown_.clear();
 }
 
-const VocabIndex::Bytes& MaskEngine::LoopsOf(SetId set) {
-  if (set >= loopsKnown_.size()) {
-    loopsKnown_.resize(set + 1, 0);
-    loops_.resize(set + 1);
+const MaskEngine::Uniform& MaskEngine::UniformOf(SetId set) {
+  if (set >= uniformKnown_.size()) {
+    uniformKnown_.resize(set + 1, 0);
+    uniform_.resize(set + 1);
   }
-  if (!loopsKnown_[set]) {
-    VocabIndex::Bytes m;
-    for (uint32_t c = 1; c < 128; c++) {
-      const SetId n = engine_->Next(set, c);
-      if (engine_->failed()) {
-        m = {};
-        break;
+  if (!uniformKnown_[set]) {
+    Uniform u;
+    std::array<SetId, 128> to{};
+    for (uint32_t c = 1; c < 128 && !engine_->failed(); c++) to[c] = engine_->Next(set, c);
+    // The successor most ASCII characters lead to (itself where the set loops).
+    std::unordered_map<SetId, uint32_t> votes;
+    uint32_t best = 0;
+    for (uint32_t c = 1; c < 128 && !engine_->failed(); c++) {
+      if (to[c] == StackEngine::kDead) continue;
+      const uint32_t n = ++votes[to[c]];
+      if (n > best || (n == best && to[c] == set)) {
+        best = n;
+        u.to = to[c];
       }
-      if (n != set) continue;
-      if (c < 64) m.lo |= 1ULL << c;
-      else m.hi |= 1ULL << (c - 64);
     }
-    // Code points >= 0x80: the engine's classes from the one holding 0x80 to the last (the
-    // whole class steps alike); past 64 classes it is not worth finding out.
-    const uint32_t first = engine_->ClassOfCodePoint(0x80), last = engine_->classCount() - 1;
-    bool wide = !engine_->failed() && last - first < 64;
-    for (uint32_t k = first; wide && k <= last; k++) {
-      const SetId n = engine_->Next(set, std::max<uint32_t>(engine_->ClassRep(k), 0x80));
-      wide = !engine_->failed() && n == set;
+    if (u.to != StackEngine::kDead) {
+      for (uint32_t c = 1; c < 128; c++) {
+        if (to[c] != u.to) continue;
+        if (c < 64) u.chars.lo |= 1ULL << c;
+        else u.chars.hi |= 1ULL << (c - 64);
+      }
+      // Code points >= 0x80: the engine's classes from the one holding 0x80 to the last (the
+      // whole class steps alike); past 64 classes it is not worth finding out.
+      const uint32_t first = engine_->ClassOfCodePoint(0x80), last = engine_->classCount() - 1;
+      bool wide = !engine_->failed() && last - first < 64;
+      for (uint32_t k = first; wide && k <= last; k++) {
+        wide = engine_->Next(set, std::max<uint32_t>(engine_->ClassRep(k), 0x80)) == u.to && !engine_->failed();
+      }
+      if (wide) u.chars.lo |= 1;
     }
-    if (engine_->failed()) m = {};
-    else if (wide) m.lo |= 1;
-    loops_[set] = m;
-    loopsKnown_[set] = 1;
+    for (const StackId* st = engine_->SetBegin(set); st != engine_->SetEnd(set) && !u.partial; st++) {
+      if (*st == StackEngine::kEmpty || *st == StackEngine::kBottom) continue;
+      const Elem* e = engine_->Top(*st);
+      if (e->type != LLAMA_GRETYPE_CHAR_NOT) continue;
+      bool asciiOnly = true;
+      do {
+        const uint32_t hi = e[1].type == LLAMA_GRETYPE_CHAR_RNG_UPPER ? e[1].value : e->value;
+        if (hi >= 0x80) asciiOnly = false;
+        e += e[1].type == LLAMA_GRETYPE_CHAR_RNG_UPPER ? 2 : 1;
+      } while (e->type == LLAMA_GRETYPE_CHAR_ALT);
+      u.partial = asciiOnly;
+    }
+    if (engine_->failed()) u = Uniform{};
+    uniform_[set] = u;
+    uniformKnown_[set] = 1;
   }
-  return loops_[set];
+  return uniform_[set];
 }
 
 void MaskEngine::NoteTokenTops(SetId set, TokenTops* tops) {
@@ -140,19 +161,40 @@ bool MaskEngine::Walk(uint32_t root, SetId set, Utf8Walk utf8, TokenBits* out, s
         i = next[i];
         continue;
       }
-      // A state that steps to itself (inside a string, a run of digits or blanks): where every
-      // character below this node is one it loops on, each token below ends in this same state,
-      // so the whole subtree is admitted without walking it (most of a string position's walk).
-      // Characters past ASCII count where the state loops on all of them and the bytes below are
-      // plain whole characters (VocabIndex::belowOdd). Not where a subtree's nodes would be
-      // noted as continuations.
-      const VocabIndex::Bytes& below = v.below[i];
-      if (aligned && next[i] > i + 1 && !v.belowOdd[i] && (f.set == frames[d - 1].set || (f.set < loopsKnown_.size() && loopsKnown_[f.set])) &&
-          !((flags & StackEngine::kFlagBottom) && bottoms != nullptr)) {
-        const VocabIndex::Bytes& loops = LoopsOf(f.set);
+      // A state that steps to itself (inside a string, a run of digits or blanks), or through a
+      // chain of states on the same characters (a string of bounded length: one state per
+      // character written): where every character below this node is one the chain takes, for
+      // as many steps as the subtree is deep, each token below is admitted, so the subtree is
+      // set at once without walking it (most of a string position's walk). Characters past ASCII
+      // count where every one of them takes the same step and the bytes below are plain UTF-8
+      // (VocabIndex::belowOdd; a token cut inside a character only where the set passes every
+      // such partial character). Not where a subtree's nodes would be noted as
+      // continuations or TOKEN ids. Tried where the state loops, where its step is known, and
+      // below nodes with large subtrees (finding a set's step costs 127 transitions).
+      if (aligned && next[i] > i + 1 && !(v.belowOdd[i] & VocabIndex::kOddBytes) && !((flags & StackEngine::kFlagBottom) && bottoms != nullptr) &&
+          (f.set == frames[d - 1].set || next[i] - i > 32 || (f.set < uniformKnown_.size() && uniformKnown_[f.set]))) {
+        const VocabIndex::Bytes& below = v.below[i];
+        const uint32_t height = v.height[i];
+        SetId s = f.set;
+        bool all = true;
+        for (uint32_t k = 0; k < height; k++) {
+          const Uniform& u = UniformOf(s);
+          if (engine_->failed()) return false;
+          if ((below.lo & ~u.chars.lo) != 0 || (below.hi & ~u.chars.hi) != 0 || ((v.belowOdd[i] & VocabIndex::kOddPartial) && !u.partial)) {
+            all = false;
+            break;
+          }
+          if (u.to == s) break;  // a loop: the same from here down
+          view = engine_->view();
+          const uint8_t next_flags = view.sets[u.to].flags;
+          if ((next_flags & StackEngine::kFlagToken) || ((next_flags & StackEngine::kFlagBottom) && bottoms != nullptr)) {
+            all = false;
+            break;
+          }
+          s = u.to;
+        }
         view = engine_->view();
-        if (engine_->failed()) return false;
-        if ((below.lo & ~loops.lo) == 0 && (below.hi & ~loops.hi) == 0) {
+        if (all) {
           for (uint32_t t = tokenStart[i + 1]; t < tokenStart[next[i]]; t++) words[static_cast<uint32_t>(tokens[t]) >> 6] |= 1ULL << (tokens[t] & 63);
           i = next[i];
           continue;

@@ -116,12 +116,20 @@ class MaskEngine {
     Utf8Walk utf8;
   };
   std::vector<WalkFrame> frames_;
-  // Per set: the ASCII characters on which it steps to itself (bit c of lo/hi as in
-  // VocabIndex::Bytes), and bit 0: it steps to itself on every code point >= 0x80 too. Found
-  // the first time a walk saw it step to itself.
-  const VocabIndex::Bytes& LoopsOf(SetId set);
-  std::vector<VocabIndex::Bytes> loops_;
-  std::vector<uint8_t> loopsKnown_;
+  // Per set: the set most ASCII characters step it to (itself where it loops), and the
+  // characters that do (bit c of lo/hi as in VocabIndex::Bytes; bit 0: every code point >= 0x80
+  // does too). kDead where no character steps it. Found on first use.
+  // `partial`: a character cut short past ASCII is admitted in this set whatever its bytes (one
+  // of its stacks is at a negated class that excludes ASCII characters only, so llama.cpp's
+  // partial check passes every such range).
+  struct Uniform {
+    SetId to = StackEngine::kDead;
+    VocabIndex::Bytes chars;
+    bool partial = false;
+  };
+  const Uniform& UniformOf(SetId set);
+  std::vector<Uniform> uniform_;
+  std::vector<uint8_t> uniformKnown_;
   TokenBits scratch_;
   size_t bottomBudget_ = 0;  // 0: none; else Walk stops once it found more bottoms (walkStopped_)
   bool walkStopped_ = false;

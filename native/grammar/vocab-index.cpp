@@ -121,27 +121,33 @@ std::shared_ptr<const VocabIndex> VocabIndex::Build(const llama_vocab* vocab) {
   v.tokenStart.assign(v.byte.size() + 1, 0);
   for (size_t i = 0; i < v.byte.size(); i++) v.tokenStart[i + 1] = v.tokenStart[i] + count[i];
   v.tokens = std::move(order);
-  // Each node's UTF-8 state from the root (bytes still owed by its last character), and whether
-  // its byte is odd there: a continuation byte where a character starts, a lead byte whose
-  // character may decode below 0x80 (C0, C1, E0, F0) or past any lead UTF-8 has (F5-FF), or a
-  // token ending inside a character (llama.cpp's partial check decides that one).
+  // Each node's UTF-8 state from the root (bytes still owed by its last character, and that
+  // character's lead byte), and whether its byte is odd there (kOddBytes): a continuation byte
+  // where a character starts or a byte other than 80-BF where one is owed, a lead byte whose
+  // character may decode below 0x80 (C0, C1; E0 and F0 unless their next byte makes it >= 0x800
+  // or 0x10000 as in valid UTF-8) or one past any lead UTF-8 has (F5-FF); or a token ending
+  // inside a character (kOddPartial: llama.cpp's partial check decides that one).
   const size_t n = v.byte.size();
   std::vector<uint8_t> odd(n, 0);
-  std::vector<int8_t> owed(n, 0);
   {
-    std::vector<int8_t> atDepth(static_cast<size_t>(v.maxDepth) + 2, 0);
+    struct Utf8At {
+      int8_t owed = 0;
+      uint8_t lead = 0;
+    };
+    std::vector<Utf8At> atDepth(static_cast<size_t>(v.maxDepth) + 2);
     for (size_t i = 1; i < n; i++) {
-      const int8_t before = atDepth[v.depth[i] - 1];
+      const Utf8At before = atDepth[v.depth[i] - 1];
       const uint8_t b = v.byte[i];
-      int8_t after = 0;
-      if (before > 0) {
-        after = static_cast<int8_t>(before - 1);
+      Utf8At after;
+      if (before.owed > 0) {
+        if ((b >> 6) != 2 || (before.lead == 0xE0 && b < 0xA0) || (before.lead == 0xF0 && b < 0x90)) odd[i] |= VocabIndex::kOddBytes;
+        after.owed = static_cast<int8_t>(before.owed - 1);
       } else if (b >= 0x80) {
-        if (b < 0xC2 || b == 0xE0 || b == 0xF0 || b > 0xF4) odd[i] = 1;
-        after = b >= 0xF0 ? 3 : b >= 0xE0 ? 2 : 1;
+        if (b < 0xC2 || b > 0xF4) odd[i] |= VocabIndex::kOddBytes;
+        after.owed = b >= 0xF0 ? 3 : b >= 0xE0 ? 2 : 1;
+        after.lead = b;
       }
-      if (after > 0 && v.tokenStart[i] != v.tokenStart[i + 1]) odd[i] = 1;
-      owed[i] = after;
+      if (after.owed > 0 && v.tokenStart[i] != v.tokenStart[i + 1]) odd[i] |= VocabIndex::kOddPartial;
       atDepth[v.depth[i]] = after;
     }
   }
@@ -149,9 +155,11 @@ std::shared_ptr<const VocabIndex> VocabIndex::Build(const llama_vocab* vocab) {
   // below are its children's bytes and what lies below them.
   v.below.assign(n, VocabIndex::Bytes{});
   v.belowOdd.assign(n, 0);
+  v.height.assign(n, 0);
   for (size_t i = n; i-- > 0;) {
     VocabIndex::Bytes b;
     uint8_t anyOdd = 0;
+    uint16_t height = 0;
     for (uint32_t c = static_cast<uint32_t>(i) + 1; c < v.next[i]; c = v.next[c]) {
       const uint8_t x = v.byte[c];
       if (x >= 0x80) b.lo |= 1;
@@ -160,7 +168,9 @@ std::shared_ptr<const VocabIndex> VocabIndex::Build(const llama_vocab* vocab) {
       b.lo |= v.below[c].lo;
       b.hi |= v.below[c].hi;
       anyOdd |= odd[c] | v.belowOdd[c];
+      height = std::max<uint16_t>(height, static_cast<uint16_t>(v.height[c] + 1));
     }
+    v.height[i] = height;
     v.below[i] = b;
     v.belowOdd[i] = anyOdd;
   }

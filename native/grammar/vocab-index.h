@@ -42,13 +42,16 @@ class VocabIndex {
   // (lo, hi) for ASCII byte c (1-127; pieces hold no NUL), and bit 0 of lo for any byte >= 0x80.
   // A walk in a state that loops on every one of them admits the whole subtree (mask.cpp).
   // `belowOdd`: below a node that ends a whole character, some piece goes on with bytes that are
-  // not whole characters of code points >= 0x80 the plain way (a stray continuation byte, an
-  // overlong or out-of-range lead, a piece ending inside a character): decided by the walk only.
+  // not whole characters of code points >= 0x80 the plain way: kOddBytes for a stray
+  // continuation byte, or an overlong or out-of-range lead (decided by the walk only);
+  // kOddPartial for a piece ending inside a character (decided by llama.cpp's partial check).
+  static constexpr uint8_t kOddBytes = 1, kOddPartial = 2;
   struct Bytes {
     uint64_t lo = 0, hi = 0;
   };
   std::vector<Bytes> below;
   std::vector<uint8_t> belowOdd;
+  std::vector<uint16_t> height;  // how many bytes the longest piece goes on below the node
   uint16_t maxDepth = 0;
   double buildMs = 0;
 
