@@ -394,8 +394,14 @@ void ContextCore::MakeDraft(GenerationJob& job) {
   } else {
     NgramDraft(cached, job.pending, p.draft, room, &job.draft);
     if (job.draft.size() < std::max<uint32_t>(1, p.draft.draftMin) && p.draft.textLookup) {
-      job.draftText.Sync(model_->vocab, cached);
-      TextDraft(&job.draftText, model_->vocab, job.pending, room, &job.draft);
+      // (the decode loop has no handler: a tokenizer that throws on odd text only costs the draft)
+      try {
+        job.draftText.Sync(model_->vocab, cached);
+        TextDraft(&job.draftText, model_->vocab, job.pending, room, &job.draft);
+      } catch (const std::exception&) {
+        job.draft.clear();
+        job.draftText = TextHistory{};
+      }
     }
   }
   // Never an end: an EOG or stop token ends the generation when sampled, nothing follows it.
