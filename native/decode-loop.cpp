@@ -426,6 +426,9 @@ void ContextCore::Add(llama_token token, llama_pos pos, int32_t seq, bool logits
 
 void ContextCore::Decode() {
   governor_.Apply(ctx_, threads_, threadsBatch_);
+  if (governor_.contended()) {
+    for (GenerationJob* job : inBatch_) job->stats.contendedSteps++;
+  }
   const int rc = llama_decode(ctx_, batch_);
   std::vector<GenerationJob*> jobs;
   jobs.swap(inBatch_);  // the abort callback looks at inBatch_ only during llama_decode

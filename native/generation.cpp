@@ -168,6 +168,7 @@ void CallJsBatchImpl(Napi::Env env, Napi::Function fn, GenerationJob* job) {
     o.Set("generatedTokens", s.generatedTokens);
     o.Set("shifts", s.shifts);
     o.Set("stalledSteps", s.stalledSteps);
+    o.Set("contendedSteps", s.contendedSteps);
     o.Set("forcedTokens", s.forcedTokens);
     o.Set("forcedRuns", s.forcedRuns);
     o.Set("draftTokens", s.draftTokens);

@@ -51,6 +51,7 @@ struct GenerationStats {
   uint32_t generatedTokens = 0;
   uint32_t shifts = 0;                    // context shifts (tokens dropped to make room)
   uint32_t stalledSteps = 0;              // decode steps without its next token (window or batch full)
+  uint32_t contendedSteps = 0;            // decode steps it was in that ran on one thread (contention)
   uint32_t forcedTokens = 0;              // of generatedTokens: forced by the grammar, not sampled
   uint32_t forcedRuns = 0;                // batches that carried forced tokens
   uint32_t draftTokens = 0;               // drafted and decoded for verification (speculative.h)

@@ -11,6 +11,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <thread>
 
 #if defined(__linux__)
 #include <unistd.h>
@@ -76,13 +77,21 @@ void ContentionGovernor::Apply(llama_context* ctx, int32_t threads, int32_t thre
     const auto now = std::chrono::steady_clock::now();
     if (now >= next_) {
       next_ = now + std::chrono::milliseconds(50);
-      const int32_t runnable = RunnableTasks();
-      // this thread is one of them, and our other compute threads may still be spinning
-      const int32_t others = runnable - std::max(threads, threadsBatch);
-      const bool busy = runnable >= 0 && others > cores_ - std::max(threads, threadsBatch);
-      if (busy) {
-        contended_ = true;
+      const int32_t most = std::max(threads, threadsBatch);
+      auto busy = [&] {
+        const int32_t runnable = RunnableTasks();
+        // this thread is one of them, and our other compute threads may still be spinning
+        return runnable >= 0 && runnable - most > cores_ - most;
+      };
+      if (busy()) {
         quietReads_ = 0;
+        if (!contended_) {
+          // A lone reading is often a blip (a disposed context's thread still freeing its memory,
+          // another process's OpenMP threads spinning out after their last decode): only a
+          // second busy read 2 ms later counts.
+          std::this_thread::sleep_for(std::chrono::milliseconds(2));
+          contended_ = busy();
+        }
       } else if (contended_ && ++quietReads_ >= 3) {
         contended_ = false;
       }

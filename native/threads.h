@@ -39,8 +39,10 @@ class ThreadPools {
 // no partner to wait for. So: the configured counts while the cores are free, one thread while
 // other runnable work competes for them. Contention is the system's runnable-task count
 // (/proc/loadavg) above the online cores, our own compute threads discounted; read at most every
-// 50 ms, and back to the configured counts after three quiet reads in a row. Off (the configured
-// counts always, llama.cpp's behaviour) with LLAMAPEG_ADAPT_THREADS=0, and where /proc is not.
+// 50 ms. One thread once a busy read is confirmed by a second 2 ms later (on a quiet machine a
+// lone blip cost a whole prompt at half speed), back to the configured counts after three quiet
+// reads in a row. Off (the configured counts always,
+// llama.cpp's behaviour) with LLAMAPEG_ADAPT_THREADS=0, and where /proc is not.
 class ContentionGovernor {
  public:
   ContentionGovernor();

@@ -60,6 +60,9 @@ export interface GenerationStats {
   /** Decode steps of the context that went without this generation's next token, because its
    * reader held the window full or more sequences generated than a batch holds (local sequences). */
   stalledSteps?: number;
+  /** Decode steps this generation was in (prompt chunks included) that ran on one thread, because
+   * other runnable work competed for the cores (threads > 1; see docs: contention). */
+  contendedSteps?: number;
   /** Of generatedTokens: forced by the grammar and not sampled (fastForward; local sequences). */
   forcedTokens?: number;
   /** Decode steps that carried forced tokens. */
@@ -304,6 +307,7 @@ function statsOf(final: NativeFinal): GenerationStats {
     stopReason: final.stopReason,
     shifts: final.shifts,
     stalledSteps: final.stalledSteps,
+    contendedSteps: final.contendedSteps,
   };
   if (final.stopToken !== undefined) stats.stopToken = final.stopToken;
   if (final.forcedTokens !== undefined) {

@@ -145,6 +145,8 @@ export interface NativeFinal {
   shifts: number;
   /** Decode steps of its context that went without its next token. */
   stalledSteps: number;
+  /** Decode steps it was in that ran on one thread because other work competed for the cores. */
+  contendedSteps: number;
   /** From generate() until the decode loop took it up. */
   queueMs: number;
   /** Of generatedTokens: forced by the grammar (fastForward), and the batches that carried them. */

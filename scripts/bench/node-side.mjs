@@ -1,5 +1,6 @@
 // The llamapeg side of `npm run bench`: loads the model once from dist/, then per request creates
-// a context, generates from the prompt tokens and reports what the C++ loop reports.
+// a context, generates from the prompt tokens and reports what the C++ loop reports. `runs` (default
+// 1): generations in that one context (the cache cleared before each), the last one reported.
 //   node scripts/bench/node-side.mjs <dist dir> <model> <prompt token ids, comma separated>
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
@@ -19,6 +20,10 @@ await serveLines({ side: "llamapeg" }, async (r) => {
     seed: r.seed,
   });
   try {
+    for (let i = 1; i < (r.runs ?? 1); i++) {
+      for await (const _ of ctx.generate(prompt, { maxTokens: r.maxTokens, seed: r.seed, ...r.sampling, ...r.options }));
+      ctx.clearCache();
+    }
     const cpu0 = process.cpuUsage();
     const t0 = performance.now();
     const generation = ctx.generate(prompt, { maxTokens: r.maxTokens, seed: r.seed, ...r.sampling, ...r.options });

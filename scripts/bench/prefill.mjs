@@ -5,6 +5,8 @@
 // taken per pair (scripts/bench/stats.mjs), so drift and other load hit both alike.
 //   node scripts/bench/prefill.mjs [--runs N] [--model tiny|small] [--threads T] [--tokens N]
 //        [--batch N]   the addon's batchSize (default: its own default); the C++ loop keeps 2048
+//        [--warm]      time a second prompt in the same context on both sides (its buffers already
+//                      touched), not a fresh context's first
 //        [--json]
 import { existsSync } from "node:fs";
 import { loadavg } from "node:os";
@@ -19,7 +21,7 @@ const here = dirname(fileURLToPath(import.meta.url));
 const dist = join(root, "dist");
 const log = (...a) => console.error("[bench:prefill]", ...a);
 
-const opts = { runs: 9, model: "small", threads: 2, tokens: 1441, batch: undefined, json: false };
+const opts = { runs: 9, model: "small", threads: 2, tokens: 1441, batch: undefined, warm: false, json: false };
 const args = process.argv.slice(2);
 for (let i = 0; i < args.length; i++) {
   const a = args[i];
@@ -29,6 +31,7 @@ for (let i = 0; i < args.length; i++) {
   else if (a === "--threads") opts.threads = Number(value());
   else if (a === "--tokens") opts.tokens = Number(value());
   else if (a === "--batch") opts.batch = Number(value());
+  else if (a === "--warm") opts.warm = true;
   else if (a === "--json") opts.json = true;
   else throw new Error(`unknown argument ${a}`);
 }
@@ -61,10 +64,10 @@ const cpp = await startSide({
   args: ["--serve", "--model", path, "--prompt-tokens", prompt.join(","), "--ctx", String(contextSize), "--batch", "2048", "--temp", "0"],
   env: process.env,
   encode: (a) => a.join("\t"),
-  decode: (line) => JSON.parse(line).runs[0],
+  decode: (line) => JSON.parse(line).runs.at(-1),
 });
-const nodeRequest = (seed) => node.run({ threads: opts.threads, maxTokens: 1, seed, contextSize, batchSize: opts.batch, sampling: { temperature: 0 }, options: {} });
-const cppRequest = (seed) => cpp.run(["--n-predict", "1", "--threads", String(opts.threads), "--seed", String(seed)]);
+const nodeRequest = (seed) => node.run({ threads: opts.threads, maxTokens: 1, seed, contextSize, batchSize: opts.batch, runs: opts.warm ? 2 : 1, sampling: { temperature: 0 }, options: {} });
+const cppRequest = (seed) => cpp.run(["--n-predict", "1", "--runs", opts.warm ? "2" : "1", "--threads", String(opts.threads), "--seed", String(seed)]);
 
 const load0 = loadavg();
 await nodeRequest(1); // warm-up: page in the weights
@@ -92,6 +95,7 @@ const report = {
   threads: opts.threads,
   promptTokens: prompt.length,
   nodeBatchSize: opts.batch ?? "default",
+  context: opts.warm ? "warm (second prompt)" : "fresh",
   node: { tokensPerSecond: median(rate(n)), promptMs: n.map((x) => Math.round(x.promptMs)) },
   cpp: { tokensPerSecond: median(rate(c)), promptMs: c.map((x) => Math.round(x.promptMs)) },
   paired,
@@ -99,7 +103,7 @@ const report = {
 if (opts.json) console.log(JSON.stringify(report, null, 2));
 else {
   console.log(
-    `prefill, ${report.date}, ${opts.model} model, ${prompt.length} prompt tokens, ${opts.threads} threads, ${opts.runs} pairs, ` +
+    `prefill, ${report.date}, ${opts.model} model, ${prompt.length} prompt tokens, ${opts.threads} threads, ${opts.runs} pairs, ${report.context} context, ` +
       `load ${report.loadAverage.before.join(" ")} -> ${report.loadAverage.after.join(" ")}`,
   );
   console.log(`node ${report.node.tokensPerSecond.toFixed(1)} tok/s (batchSize ${report.nodeBatchSize}), C++ ${report.cpp.tokensPerSecond.toFixed(1)} tok/s`);

@@ -19,15 +19,16 @@ beforeAll(async () => {
 
 afterAll(() => model?.dispose());
 
-async function greedy(threads: number, env: string): Promise<number[]> {
+async function greedy(threads: number, env: string): Promise<{ tokens: number[]; contendedSteps: number | undefined }> {
   // read when the context is created
   process.env.LLAMAPEG_ADAPT_THREADS = env;
   const ctx = model.createContext({ contextSize: 256, threads });
   delete process.env.LLAMAPEG_ADAPT_THREADS;
   try {
     const out: number[] = [];
-    for await (const { token } of ctx.generate(model.tokenize("Once upon a time there was a"), { maxTokens: 24, temperature: 0 })) out.push(token);
-    return out;
+    const generation = ctx.generate(model.tokenize("Once upon a time there was a"), { maxTokens: 24, temperature: 0 });
+    for await (const { token } of generation) out.push(token);
+    return { tokens: out, contendedSteps: generation.stats?.contendedSteps };
   } finally {
     ctx.dispose();
   }
@@ -37,14 +38,22 @@ it("switching between one and two threads per decode keeps greedy output the sam
   const one = await greedy(1, "0");
   const quiet = await greedy(2, "1");
   const hogs: ChildProcess[] = Array.from({ length: availableParallelism() }, () => spawn(process.execPath, ["-e", "for (;;) {}"], { stdio: "ignore" }));
-  let loaded: number[];
+  let loaded: Awaited<ReturnType<typeof greedy>>;
+  let off: Awaited<ReturnType<typeof greedy>>;
   try {
     await new Promise((r) => setTimeout(r, 200));
     loaded = await greedy(2, "1");
+    off = await greedy(2, "0");
   } finally {
     for (const h of hogs) h.kill();
   }
-  expect(one.length).toBe(24);
-  expect(quiet).toEqual(one);
-  expect(loaded).toEqual(one);
+  expect(one.tokens.length).toBe(24);
+  expect(quiet.tokens).toEqual(one.tokens);
+  expect(loaded.tokens).toEqual(one.tokens);
+  expect(off.tokens).toEqual(one.tokens);
+  // the switch happened under the hogs (after two busy reads), and never when it is off or for
+  // a one-thread context (nothing to switch)
+  expect(loaded.contendedSteps).toBeGreaterThan(0);
+  expect(off.contendedSteps).toBe(0);
+  expect(one.contendedSteps).toBe(0);
 });
