@@ -10,6 +10,7 @@
 #include "context.h"
 #include "embedding.h"
 #include "generation.h"
+#include "lifetime.h"
 #include "log.h"
 #include "model.h"
 #include "system.h"
@@ -68,6 +69,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
     // threads, which only ever call back through thread-safe functions (gone by now).
     stoppables->StopAll();
     threads->WaitIdle(lp::kStopTimeout);
+    lp::ReturnFreedMemory();  // what this environment's contexts freed (their JS timer is gone)
     lp::RemoveLoggerForEnv(raw);
   });
 

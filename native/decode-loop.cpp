@@ -113,10 +113,11 @@ void ContextCore::Loop() {
                                 [](const std::shared_ptr<GenerationJob>& j) { return j->phase == GenerationJob::Phase::Done; }),
                  active.end());
   }
-  // Free the context here, on its own thread, before this thread counts as finished.
+  // Free the context here, on its own thread, before this thread counts as finished. The freed
+  // memory goes back to the system a moment later, from JS (lib/llama/memory-return.ts), unless
+  // another context is created first and reuses it.
   FreeNative();
   model_.reset();
-  ReturnFreedMemory();
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopped_ = true;

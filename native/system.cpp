@@ -9,6 +9,7 @@
 #include <string>
 
 #include "common.h"
+#include "lifetime.h"
 #include "log.h"
 
 #ifdef _WIN32
@@ -173,6 +174,12 @@ void RegisterSystem(Napi::Env env, Napi::Object exports) {
   exports.Set("backendScore", Napi::Function::New(env, BackendScore, "backendScore"));
   exports.Set("backendLoad", Napi::Function::New(env, BackendLoad, "backendLoad"));
   exports.Set("devices", Napi::Function::New(env, Devices, "devices"));
+  exports.Set("returnFreedMemory", Napi::Function::New(
+                                       env, [](const Napi::CallbackInfo& info) -> Napi::Value {
+                                         ReturnFreedMemory();
+                                         return info.Env().Undefined();
+                                       },
+                                       "returnFreedMemory"));
 #ifdef GGML_BACKEND_DL
   exports.Set("dynamicBackends", Napi::Boolean::New(env, true));
 #else

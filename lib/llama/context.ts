@@ -7,6 +7,7 @@ import { ArgumentRangeError, LlamapegError } from "../errors.js";
 import { callNative, type NativeContext, type NativeModel } from "../native/binding.js";
 import { resolveContextShift, type ContextShift, type GenerateOptions } from "./generate-options.js";
 import type { Generation } from "./generation.js";
+import { keepFreedMemory, returnMemorySoon } from "./memory-return.js";
 import type { Model } from "./model.js";
 import { Sequence } from "./sequence.js";
 import { bool, checkKeys, int, optionalObject } from "./validate.js";
@@ -148,6 +149,7 @@ export class Context {
         }),
       model.path,
     );
+    keepFreedMemory();
     this.draftModel = draft?.model ?? null;
     const info = this.#native.info();
     this.contextSize = info.contextSize;
@@ -231,6 +233,7 @@ export class Context {
     for (const s of [...this.#live]) s.dispose();
     this.#native = null;
     native.dispose();
+    returnMemorySoon();
     this.#onDispose();
   }
 

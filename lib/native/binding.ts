@@ -261,6 +261,8 @@ export interface BindingModule {
   loadModel(path: string, options: NativeLoadOptions, onProgress?: (progress: number) => void): Promise<NativeModel>;
   setLogger(logger: ((level: NativeLogLevel, text: string) => void) | null, level: NativeLogLevel): void;
   systemInfo(): string;
+  /** Gives freed heap memory back to the system (glibc's malloc_trim; a no-op elsewhere). */
+  returnFreedMemory(): void;
   /**
    * Stops native work (generations, loads) and waits for its threads: this thread's, or (main
    * thread) the whole process's, quick-exiting with `code` when they do not stop in time.
