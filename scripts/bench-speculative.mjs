@@ -18,8 +18,16 @@
 //
 //   node scripts/bench-speculative.mjs [--json] [--rounds N] [--size tiny|small] [--threads N]
 //                                      [--file-tokens N] [--draft-max N] [--json-whitespace flexible|canonical]
-//                                      [--text-lookup true|false]
-import { existsSync, readFileSync } from "node:fs";
+//                                      [--text-lookup true|false] [--shape test|wide] [--quantize TYPE] [--weight-type f16|f32]
+//
+// --shape wide: the test model at 1,024 wide, 8 layers, 16 heads (4 KV), FFN 4,096 (433M
+// parameters, 36% of them in the vocabulary matrices against 83% in "small"), so a decode step
+// is bound by reading the weights as a real model's is, and a verified draft row costs a fraction
+// of a step; the test shapes are compute-bound, where a row costs most of a step (docs/speculative.md).
+// --quantize TYPE: both variants quantized with build/bin/llama-quantize (e.g. q8_0; build it with
+// `cmake --build build --target llama-quantize`), the copy variant scaled before quantizing.
+import { execFileSync } from "node:child_process";
+import { existsSync, readFileSync, renameSync } from "node:fs";
 import { loadavg } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -51,7 +59,7 @@ const TOOL = {
 };
 
 async function main() {
-  const opts = parseArgs(process.argv.slice(2), { rounds: 7, size: "small", threads: 2, fileTokens: 256, draftMax: 16, jsonWhitespace: "flexible", textLookup: "true" });
+  const opts = parseArgs(process.argv.slice(2), { rounds: 7, size: "small", threads: 2, fileTokens: 256, draftMax: 16, jsonWhitespace: "flexible", textLookup: "true", shape: "test", quantize: "", weightType: "f16" });
   const dist = join(root, "dist");
   for (const f of ["openai/index.js", "llama/index.js", "test-model/index.js", "test-model/scaled.js"]) {
     if (!existsSync(join(dist, f))) throw new Error(`dist/${f} is missing: run \`npm run build:ts\` first`);
@@ -63,9 +71,32 @@ async function main() {
   const load = () => loadavg().map((x) => x.toFixed(2)).join(" ");
   const report = { load: { start: load() }, size: opts.size, threads: opts.threads, fileTokens: opts.fileTokens, draftMax: opts.draftMax, models: {} };
   const template = readFileSync(join(root, "vendor", "llama.cpp", "models", "templates", "Qwen-Qwen2.5-7B-Instruct.jinja"), "utf8");
-  const basePath = await ensureTestModel(opts.size);
+  if (opts.shape !== "test" && opts.shape !== "wide") throw new Error(`--shape test|wide, not ${opts.shape}`);
+  const overrides = {
+    ...(opts.shape === "wide" ? { nEmbd: 1024, nLayer: 8, nHead: 16, nHeadKv: 4, nFf: 4096 } : {}),
+    ...(opts.weightType !== "f16" ? { weightType: opts.weightType } : {}),
+  };
+  const basePath = await ensureTestModel(opts.size, Object.keys(overrides).length > 0 ? { overrides } : {});
+  const quantized = (path) => {
+    if (!opts.quantize) return path;
+    const out = path.replace(/\.gguf$/, `-${opts.quantize}.gguf`);
+    if (existsSync(out)) return out;
+    const bin = join(root, "build", "bin", "llama-quantize");
+    if (!existsSync(bin)) throw new Error(`${bin} is missing: cmake --build build --target llama-quantize`);
+    log(`quantizing ${path} to ${opts.quantize}`);
+    execFileSync(bin, [path, `${out}.tmp`, opts.quantize.toUpperCase()], { stdio: "ignore" });
+    renameSync(`${out}.tmp`, out);
+    return out;
+  };
+  report.shape = opts.shape;
+  report.quantize = opts.quantize || null;
+  report.weightType = opts.weightType;
+  const variants = [
+    ["copy", quantized(scaledTestModel(basePath, /attn_output\.weight$/, 0))],
+    ["plain", quantized(basePath)],
+  ];
 
-  for (const [name, path] of [["copy", scaledTestModel(basePath, /attn_output\.weight$/, 0)], ["plain", basePath]]) {
+  for (const [name, path] of variants) {
     const model = await loadModel(path);
     const context = model.createContext({ contextSize: 4096, threads: opts.threads });
     // The file: what this model writes as the call's arguments in that very call (the copying
@@ -140,7 +171,7 @@ async function main() {
   const ms = (xs) => (xs.reduce((a, b) => a + b, 0) / xs.length).toFixed(0);
   const v = verdict(c.tps, 1.5);
   const lines = [
-    `edit-this-file tool call (write_file, named), ${opts.size} model, ${opts.threads} threads, greedy, draftMax ${opts.draftMax}; load ${report.load.start} -> ${report.load.end}`,
+    `edit-this-file tool call (write_file, named), ${opts.size} model${opts.shape === "wide" ? " (wide shape)" : ""}${opts.quantize ? ` ${opts.quantize}` : ` ${opts.weightType}`}, ${opts.threads} threads, greedy, draftMax ${opts.draftMax}; load ${report.load.start} -> ${report.load.end}`,
     `  copying model: ${c.tokens} tokens, ${c.accepted} of ${c.drafted} drafted tokens kept; generate ${ms(c.onMs)} ms with drafts, ${ms(c.offMs)} ms without (means); the call's first ${c.content.commonPrefixChars} characters of ${c.content.contentChars} repeat the file's (${c.content.fileChars} characters)`,
     `  plain random model: ${p.tokens} tokens, ${p.accepted} of ${p.drafted} kept; tokens/s with drafts / without ${formatRatio(p.tps)}; same output ${p.allSame}`,
     `${c.allSame ? v.label : "FAIL"} tokens/s with prompt lookup / without >= 1.5 at equal greedy output: ${formatRatio(c.tps)} (median [95% interval] of ${c.rounds.length} paired rounds), same output in every round: ${c.allSame}`,
