@@ -13,6 +13,8 @@ export const MAX_REPETITION = 2000;
 /** A symbol of an alternative: a rule id, or TERMINAL (a character, class, `.` or token). */
 export const TERMINAL = -1;
 
+const EMPTY: number[] = [];
+
 export interface ParsedRule {
   name: string;
   /** Where the rule (or the group / repetition it was made for) starts in the source. */
@@ -370,11 +372,14 @@ class Parser {
     }
     const optional = max === Infinity ? 1 : max - min;
     let last = -1;
+    // `x{0,2000}` synthesizes 2,000 rules: those whose first alternative is `prev` alone share one
+    // array, and all share the empty one (nothing writes to a parsed rule's alternatives)
+    const alone = [...prev];
     for (let i = 0; i < optional; i++) {
       const id = this.synthesize(ruleName, at);
       const r = this.rules[id]!;
       const ref = max === Infinity ? id : i > 0 ? last : -2;
-      r.alternatives = [ref === -2 || t >= 0 ? [...prev] : [...prev, ref], []];
+      r.alternatives = [ref === -2 || t >= 0 ? alone : [...prev, ref], EMPTY];
       r.elements = lastElements + (ref === -2 ? 0 : 1) + 2;
       this.grow(r.elements, at);
       last = id;

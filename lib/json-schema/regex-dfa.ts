@@ -283,16 +283,27 @@ export function withLength(d: Dfa, min: number, max: number): Dfa {
 export function minimize(d: Dfa): Dfa {
   // edges are compared by their ranges as written (two states whose edges split the same
   // characters differently stay apart: still correct, at worst less small)
-  const keyed = d.edges.map((es) => es.map((e) => ({ r: e.ranges.map(([a, b]) => `${a}-${b}`).join(","), to: e.to })));
+  // Each edge's ranges as one small id, a state's edges sorted by it once (they are disjoint, so
+  // the order never depends on the classes): a round's signature is then a short list of numbers
+  // (the signatures as range text, sorted every round, were most of a large schema's compile time).
+  const rangeIds = new Map<string, number>();
+  const keyed = d.edges.map((es) =>
+    es
+      .map((e) => {
+        const text = e.ranges.map(([a, b]) => `${a}-${b}`).join(",");
+        let r = rangeIds.get(text);
+        if (r === undefined) rangeIds.set(text, (r = rangeIds.size));
+        return { r, to: e.to };
+      })
+      .sort((x, y) => x.r - y.r),
+  );
   let cls: number[] = d.accept.map((a) => (a ? 1 : 0));
   let count = new Set(cls).size;
   for (;;) {
     const ids = new Map<string, number>();
     const next = keyed.map((es, s) => {
-      const sig = `${cls[s]}|${es
-        .map((e) => `${e.r}>${cls[e.to]}`)
-        .sort()
-        .join(";")}`;
+      let sig = `${cls[s]}`;
+      for (const e of es) sig += `|${e.r}>${cls[e.to]}`;
       let i = ids.get(sig);
       if (i === undefined) ids.set(sig, (i = ids.size));
       return i;
