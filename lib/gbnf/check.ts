@@ -9,7 +9,7 @@
  */
 import { LlamapegError } from "../errors.js";
 import { lineColumn } from "../line-column.js";
-import { GbnfSyntaxError, type ParsedGrammar, TERMINAL, parseGbnf } from "./parse.js";
+import { GbnfSyntaxError, type ParsedGrammar, TERMINAL, parseGbnf, ruleId } from "./parse.js";
 
 /** Deepest group nesting accepted. */
 export const MAX_NESTING = 200;
@@ -63,7 +63,7 @@ export function checkGbnf(gbnf: string, options: CheckGbnfOptions = {}): GbnfSta
   }
   for (const [id, r] of g.rules.entries()) if (!r.defined) invalid(gbnf, `Undefined rule identifier '${r.name}' (used but never defined)`, g.firstUse.get(id) ?? r.offset, r.name);
   const root = options.root ?? "root";
-  const rootId = g.ids.get(root);
+  const rootId = ruleId(g, root);
   if (rootId === undefined) invalid(gbnf, `grammar does not contain a '${root}' symbol to start from`, 0);
 
   let elements = 0;

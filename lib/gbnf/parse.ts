@@ -32,6 +32,7 @@ export interface ParsedRule {
 
 export interface ParsedGrammar {
   rules: ParsedRule[];
+  /** The rules named in the source; synthesized rules are found by ruleId. */
   ids: Map<string, number>;
   /** First reference of each rule id (for "undefined rule" errors). */
   firstUse: Map<number, number>;
@@ -61,6 +62,30 @@ export interface ParseGbnfOptions {
 
 export function parseGbnf(src: string, options: ParseGbnfOptions): ParsedGrammar {
   return new Parser(src, options).parse();
+}
+
+class SynthesizedRule implements ParsedRule {
+  readonly defined = true;
+  alternatives: number[][] = [];
+  elements = 0;
+  constructor(
+    readonly base: string,
+    readonly id: number,
+    readonly offset: number,
+  ) {}
+  get name(): string {
+    return `${this.base}_${this.id}`;
+  }
+}
+
+/** The id of the rule llama.cpp's symbol table holds under `name`, synthesized ones included. */
+export function ruleId(g: ParsedGrammar, name: string): number | undefined {
+  const id = g.ids.get(name);
+  if (id !== undefined) return id;
+  const m = /^(.*)_(\d+)$/.exec(name);
+  if (m === null) return undefined;
+  const r = g.rules[Number(m[2])];
+  return r instanceof SynthesizedRule && r.base === m[1] && String(r.id) === m[2] ? r.id : undefined;
 }
 
 /** One alternative being built: its symbols and elements, in llama.cpp's layout. */
@@ -103,12 +128,12 @@ class Parser {
     return id;
   }
 
-  /** llama.cpp's generate_symbol_id: a fresh rule named after the one being parsed. */
+  /** llama.cpp's generate_symbol_id: a fresh rule named after the one being parsed. Its name
+   * (`base_id`) is written only when asked for, and kept out of `ids`: a name in the source has
+   * no `_`, so no source reference can meet it (`x{0,2000}` makes 2,000 of them). */
   private synthesize(base: string, at: number): number {
     const id = this.rules.length;
-    const name = `${base}_${id}`;
-    this.ids.set(name, id);
-    this.rules.push({ name, offset: at, defined: true, alternatives: [], elements: 0 });
+    this.rules.push(new SynthesizedRule(base, id, at));
     return id;
   }
 

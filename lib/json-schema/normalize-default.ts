@@ -6,7 +6,7 @@
  * formats are patterns; number bounds are exact. What cannot be enforced is reported with its
  * keyword and JSON pointer, as in the reference mode.
  */
-import { jsonDump, pointerJoin } from "./literal.js";
+import { JsonIds, jsonDump, pointerJoin } from "./literal.js";
 import { ASSERTION_KEYWORDS, isVacuous, typeOfValue, valueHasType, type JsonType } from "./keywords.js";
 import { MergeConflict, ifAsAlternatives, mergeSchemas } from "./merge.js";
 import { Normalizer, type Member, type Property, type SchemaNode } from "./normalize.js";
@@ -70,6 +70,7 @@ export class DefaultNormalizer extends Normalizer {
   /** Merged schemas being normalized (by their text), and the refs made for those met again. */
   private readonly activeMerged = new Set<string>();
   private readonly mergedRefs = new Map<string, string>();
+  private readonly jsonIds = new JsonIds();
 
   constructor(refs: RefTable, report: Reporter, private readonly dotall = false) {
     super(refs, report);
@@ -115,12 +116,14 @@ export class DefaultNormalizer extends Normalizer {
     if (schema === before) return this.flatNode(schema, where);
     // a merged schema met again inside itself (recursive refs merged with other keywords, through
     // properties or items): a ref of its own, so the grammar recurses instead of unrolling forever
-    const key = `${jsonDump(schema)}\u0000${jsonDump((schema as Record<symbol, unknown>)[FORBIDDEN] ?? null)}`;
+    const text = this.jsonIds.of(schema);
+    const forbidden = jsonDump((schema as Record<symbol, unknown>)[FORBIDDEN] ?? null);
+    const key = `${text.id}\u0000${forbidden}`;
     // (symbol-keyed constraints other than forbidden keys are not shared this way)
     const shareable = Object.getOwnPropertySymbols(schema).every((x) => x === FORBIDDEN);
     // a large merged schema is a rule of its own too, shared by every place that merges to it
     // (the same $ref with the same siblings under a hundred properties made a hundred copies)
-    if (this.activeMerged.has(key) || (shareable && key.length > SHARED_MERGE_LENGTH)) {
+    if (this.activeMerged.has(key) || (shareable && text.length + 1 + forbidden.length > SHARED_MERGE_LENGTH)) {
       let ref = this.mergedRefs.get(key);
       if (ref === undefined) {
         const last = where.split("/").pop() ?? "";

@@ -20,6 +20,15 @@ function reject(gbnf: string, root?: string): LlamapegError {
 const chain = (n: number): string => Array.from({ length: n }, (_, i) => `r${i} ::= r${i + 1}\n`).join("") + `r${n} ::= "a"\nroot ::= r0\n`;
 
 describe("checkGbnf", () => {
+  it("finds a root among the synthesized rules, as llama.cpp's symbol table does (they are named lazily)", () => {
+    // "x"{0,3} in rule start makes start_1..start_3 (llama.cpp's generate_symbol_id names them so)
+    expect(checkGbnf('start ::= "x"{0,3}\n', { root: "start_2" }).rules).toBe(4);
+    expect(reject('start ::= "x"{0,3}\n', "start_4").message).toMatch(/does not contain a 'start_4' symbol/);
+    expect(reject('start ::= "x"{0,3}\n', "other_2").message).toMatch(/does not contain a 'other_2' symbol/);
+    // a synthesized rule's name still shows in errors
+    expect(reject('start ::= ("x" undefined-rule){0,2}\n').message).toMatch(/Undefined rule identifier 'undefined-rule'/);
+  });
+
   it("accepts ordinary grammars and reports their size", () => {
     const s = checkGbnf('root ::= "{" ws item ("," ws item)* "}"\nitem ::= [a-z]+ | "\\"" [^"]* "\\""\nws ::= [ \\t\\n]*\n');
     expect(s.rules).toBeGreaterThan(3);
