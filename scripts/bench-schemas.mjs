@@ -11,6 +11,7 @@
 //
 //   node scripts/bench-schemas.mjs --corpus DIR [--every N] [--limit N] [--compilers a,b]
 //        [--no-mask-times] [--fresh] [--json] [--out FILE] [--list-failures N] [--timeout-ms N] [--slowest N]
+//        [--slow-masks-us N]   what the masks of at least N µs did (the mask engine's counters), summed
 import { spawn } from "node:child_process";
 import { readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
@@ -38,6 +39,8 @@ const timeMasks = !args.includes("--no-mask-times");
 // per schema is reset between its instances, as the addon's grammar pool reuses a finished
 // generation's state (and as llguidance shares a compiled grammar between matchers)
 const fresh = args.includes("--fresh");
+const slowMaskUs = Number(opt("slow-masks-us", "0"));
+const slowMasks = [];
 const listFailures = Number(opt("list-failures", "0"));
 const vocab = join(root, "vendor", "llama.cpp", "models", "ggml-vocab-llama-bpe.gguf");
 
@@ -275,7 +278,7 @@ for (const file of files) {
     const compileMs = performance.now() - t0;
     let res;
     try {
-      res = await program.call("schema.check", { path: vocab, gbnf, instances: instances.map((x) => x.text), timeMask: timeMasks && c === compilers[0], fresh });
+      res = await program.call("schema.check", { path: vocab, gbnf, instances: instances.map((x) => x.text), timeMask: timeMasks && c === compilers[0], fresh, ...(slowMaskUs > 0 ? { slowMaskUs } : {}) });
     } catch (e) {
       res = { invalid: e.message };
     }
@@ -287,6 +290,7 @@ for (const file of files) {
     // schema to ready grammar: our compile plus the engine's parse of the grammar (first instance)
     const createMs = instances.length > 0 ? res.createMs / instances.length : 0;
     st.compileMs.push(compileMs + createMs);
+    if (res.slowMasks) for (const m of res.slowMasks) slowMasks.push({ file, ...m });
     let maskMax = 0;
     for (const us of res.maskUs) {
       st.maskUs.push(us);
@@ -360,6 +364,19 @@ if (args.includes("--json")) {
       console.log("slowest single mask:");
       for (const x of s.slowestMask) console.log("  ", JSON.stringify(x));
     }
+  }
+  if (slowMaskUs > 0) {
+    const kinds = { "built a cache entry": (m) => m.entries > 0, "runtime walks only": (m) => m.entries === 0 };
+    console.log(`\nmasks of at least ${slowMaskUs} µs: ${slowMasks.length}`);
+    for (const [kind, is] of Object.entries(kinds)) {
+      const ms = slowMasks.filter(is);
+      if (ms.length === 0) continue;
+      const mean = (k) => (ms.reduce((a, m) => a + m[k], 0) / ms.length).toFixed(0);
+      console.log(`  ${kind}: ${ms.length} masks, mean ${mean("us")} µs, entries ${mean("entries")}, entry nodes ${mean("entryNodes")}, runtime nodes ${mean("runtimeNodes")}, continuations ${mean("continuations")}`);
+    }
+    const byFile = new Map();
+    for (const m of slowMasks) byFile.set(m.file, (byFile.get(m.file) ?? 0) + 1);
+    console.log(`  most in: ${[...byFile.entries()].sort((a, b) => b[1] - a[1]).slice(0, 8).map(([f, n]) => `${f} ${n}`).join(", ")}`);
   }
   console.log(`\nload ${loadavg().map((x) => x.toFixed(2)).join(" ")} (provisional on a shared machine)`);
 }

@@ -620,9 +620,12 @@ json CmdSchemaCheck(const json& req) {
   // fresh: a new state per instance (every instance pays the cold first masks); otherwise one state
   // reset between instances, as the addon's grammar pool reuses a finished generation's state
   const bool fresh = req.value("fresh", false);
+  // slowMaskUs > 0: what each mask at least that slow did (the mask engine's counters before and after)
+  const double slowMaskUs = req.value("slowMaskUs", 0.0);
   const llama_token eos = llama_vocab_eos(v.vocab);
   json results = json::array();
   json maskUs = json::array();
+  json slow = json::array();
   double createMs = 0;
   std::unique_ptr<GrammarState> kept;
   for (const auto& tj : req.at("instances")) {
@@ -649,9 +652,17 @@ json CmdSchemaCheck(const json& req) {
       const llama_token t = i < tokens.size() ? tokens[i] : eos;
       bool admitted;
       if (timeMask) {
+        const MaskStats before = g->maskStats() ? *g->maskStats() : MaskStats{};
         t0 = Clock::now();
         if (!g->Mask(&bits, false, &f)) throw std::runtime_error("mask failed: " + f.message);
-        maskUs.push_back(MsSince(t0) * 1000);
+        const double us = MsSince(t0) * 1000;
+        maskUs.push_back(us);
+        if (slowMaskUs > 0 && us >= slowMaskUs && g->maskStats()) {
+          const MaskStats& a = *g->maskStats();
+          slow.push_back({{"us", us}, {"entries", a.entries - before.entries}, {"entryNodes", a.entryNodes - before.entryNodes},
+                          {"runtimeNodes", a.runtimeNodes - before.runtimeNodes}, {"continuations", a.continuations - before.continuations},
+                          {"entryMs", a.entryMs - before.entryMs}, {"token", i}});
+        }
         admitted = bits.Test(t);
       } else {
         admitted = g->Admits(t, &f);
@@ -664,7 +675,9 @@ json CmdSchemaCheck(const json& req) {
     results.push_back({{"accepted", ok}, {"at", at}, {"tokens", tokens.size()}});
     kept = std::move(g);
   }
-  return {{"results", results}, {"maskUs", maskUs}, {"createMs", createMs}};
+  json out = {{"results", results}, {"maskUs", maskUs}, {"createMs", createMs}};
+  if (slowMaskUs > 0) out["slowMasks"] = slow;
+  return out;
 }
 
 }  // namespace
