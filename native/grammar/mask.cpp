@@ -13,6 +13,10 @@ size_t MaskEngine::KeyHash::operator()(const Key& k) const {
   return static_cast<size_t>(h);
 }
 
+size_t MaskEngine::MemoKeyHash::operator()(const std::pair<const Entry*, SetId>& k) const {
+  return static_cast<size_t>(Mix64(reinterpret_cast<uintptr_t>(k.first) ^ (static_cast<uint64_t>(k.second) << 1)));
+}
+
 MaskEngine::MaskEngine(std::shared_ptr<const VocabIndex> vocab, StackEngine* engine, const PositionClasses* positions)
     : vocab_(std::move(vocab)), engine_(engine), positions_(positions) {
   frames_.resize(static_cast<size_t>(vocab_->maxDepth) + 2);
@@ -23,6 +27,8 @@ void MaskEngine::OnEngineReset(StackEngine* engine) {
   engine_ = engine;
   uniform_.clear();
   uniformKnown_.clear();
+  memo_.clear();
+  memoBytes_ = 0;
 }
 
 const MaskEngine::Uniform& MaskEngine::UniformOf(SetId set) {
@@ -89,7 +95,7 @@ void MaskEngine::NoteTokenTops(SetId set, TokenTops* tops) {
 }
 
 bool MaskEngine::Walk(uint32_t root, SetId set, Utf8Walk utf8, TokenBits* out, std::vector<uint32_t>* bottoms,
-                      TokenTops* tops, uint64_t* visited) {
+                      TokenTops* tops, uint64_t* visited, std::vector<llama_token>* list) {
   const VocabIndex& v = *vocab_;
   const uint8_t* byte = v.byte.data();
   const uint16_t* depth = v.depth.data();
@@ -106,6 +112,10 @@ bool MaskEngine::Walk(uint32_t root, SetId set, Utf8Walk utf8, TokenBits* out, s
   if (utf8.remain == 0 && bottoms != nullptr && engine_->HasBottom(set) && end > root + 1) bottoms->push_back(root);
   StackEngine::View view = engine_->view();
   auto mark = [&](uint32_t i) {
+    if (list != nullptr) {
+      list->insert(list->end(), tokens + tokenStart[i], tokens + tokenStart[i + 1]);
+      return;
+    }
     for (uint32_t t = tokenStart[i]; t < tokenStart[i + 1]; t++) words[static_cast<uint32_t>(tokens[t]) >> 6] |= 1ULL << (tokens[t] & 63);
   };
   uint64_t count = 0;
@@ -195,7 +205,11 @@ bool MaskEngine::Walk(uint32_t root, SetId set, Utf8Walk utf8, TokenBits* out, s
         }
         view = engine_->view();
         if (all) {
-          for (uint32_t t = tokenStart[i + 1]; t < tokenStart[next[i]]; t++) words[static_cast<uint32_t>(tokens[t]) >> 6] |= 1ULL << (tokens[t] & 63);
+          if (list != nullptr) {
+            list->insert(list->end(), tokens + tokenStart[i + 1], tokens + tokenStart[next[i]]);
+          } else {
+            for (uint32_t t = tokenStart[i + 1]; t < tokenStart[next[i]]; t++) words[static_cast<uint32_t>(tokens[t]) >> 6] |= 1ULL << (tokens[t] & 63);
+          }
           i = next[i];
           continue;
         }
@@ -380,10 +394,65 @@ MaskEngine::Result MaskEngine::Compute(SetId set, Utf8Walk carried, TokenBits* o
       SetId contextSet = engine_->InternSet(&context);
       if (engine_->failed()) return Result::kError;
       if (contextSet == StackEngine::kDead) continue;
-      for (uint32_t node : e->continuations) {
-        stats_.continuations++;
-        if (!Walk(node, contextSet, Utf8Walk{}, out, nullptr, &tops, &visited)) return Result::kError;
+      if (e->continuations.size() < kMemoContinuations) {
+        for (uint32_t node : e->continuations) {
+          stats_.continuations++;
+          if (!Walk(node, contextSet, Utf8Walk{}, out, nullptr, &tops, &visited)) return Result::kError;
+        }
+        continue;
       }
+      const std::pair<const Entry*, SetId> memoKey{e, contextSet};
+      auto hit = memo_.find(memoKey);
+      if (hit == memo_.end() || !hit->second.kept) {
+        if (hit == memo_.end()) {
+          // The first visit walks into the mask as usual (keeping costs more than walking, and
+          // most pairs come once); the second keeps what the walks admit.
+          if (memoBytes_ + sizeof(Walked) + 64 > kMemoBudget) {
+            memo_.clear();
+            memoBytes_ = 0;
+          }
+          memo_.emplace(memoKey, Walked{});
+          memoBytes_ += sizeof(Walked) + 64;
+          for (uint32_t node : e->continuations) {
+            stats_.continuations++;
+            if (!Walk(node, contextSet, Utf8Walk{}, out, nullptr, &tops, &visited)) return Result::kError;
+          }
+          continue;
+        }
+        // the walks alone, their tokens listed, then kept
+        Walked w;
+        w.kept = true;
+        TokenTops own;
+        for (uint32_t node : e->continuations) {
+          stats_.continuations++;
+          if (!Walk(node, contextSet, Utf8Walk{}, out, nullptr, &own, &visited, &w.accepted)) return Result::kError;
+        }
+        w.byId = std::move(own.ids);
+        w.tokenNot = own.tokenNot;
+        if (w.accepted.size() > static_cast<size_t>(vocab_->nVocab) / 64) {
+          // setting them one by one at every visit cost more than the walks saved
+          w.bits.assign((static_cast<size_t>(vocab_->nVocab) + 63) / 64, 0);
+          for (llama_token t : w.accepted) w.bits[static_cast<size_t>(t) >> 6] |= 1ULL << (t & 63);
+          std::vector<llama_token>().swap(w.accepted);
+        }
+        const size_t bytes = sizeof(Walked) + 64 + (w.accepted.size() + w.byId.size()) * sizeof(llama_token) + w.bits.size() * sizeof(uint64_t);
+        if (memoBytes_ + bytes > kMemoBudget) {
+          memo_.clear();
+          memoBytes_ = 0;
+          hit = memo_.end();
+        }
+        memoBytes_ += bytes;
+        hit = memo_.insert_or_assign(memoKey, std::move(w)).first;
+      } else {
+        stats_.memoHits++;
+      }
+      if (!hit->second.bits.empty()) {
+        out->Or(hit->second.bits);
+      } else {
+        for (llama_token t : hit->second.accepted) out->Set(t);
+      }
+      tops.ids.insert(tops.ids.end(), hit->second.byId.begin(), hit->second.byId.end());
+      tops.tokenNot |= hit->second.tokenNot;
     }
   }
   if (tops.tokenNot) return Result::kFallback;

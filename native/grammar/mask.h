@@ -28,6 +28,7 @@ struct MaskStats {
   uint64_t entryNodes = 0;      // trie nodes visited building them
   uint64_t runtimeNodes = 0;    // trie nodes visited at run time (continuations, partial starts)
   uint64_t continuations = 0;   // subtree walks into a context
+  uint64_t memoHits = 0;        // an entry's continuations into a context answered from the memo
   double entryMs = 0;           // time spent building entries
 };
 
@@ -53,7 +54,7 @@ class MaskEngine {
 
   const MaskStats& stats() const { return stats_; }
   size_t entryCount() const { return entries_.size(); }
-  size_t MemoryBytes() const { return entryBytes_; }
+  size_t MemoryBytes() const { return entryBytes_ + memoBytes_; }
 
   // Frames in a cache key, first try, and the most a key grows to when a position keeps
   // reaching its context (each deeper key is tried when the shallower one had too many
@@ -100,10 +101,11 @@ class MaskEngine {
   Entry* Derive(const Entry& parent, const Key& key);
   Entry* Store(const Key& key, std::unique_ptr<Entry> entry, const TokenTops& tops, uint64_t visited,
                std::chrono::steady_clock::time_point t0);
-  // Walks the subtree under `root` from state (set, utf8): marks admitted tokens (in `out`, or
-  // collected into `list`), reports bottom nodes into `bottoms` and TOKEN tops into `tops`.
+  // Walks the subtree under `root` from state (set, utf8): marks admitted tokens in `out` (or,
+  // with `list`, appends them there instead), reports bottom nodes into `bottoms` and TOKEN tops
+  // into `tops`.
   bool Walk(uint32_t root, SetId set, Utf8Walk utf8, TokenBits* out, std::vector<uint32_t>* bottoms, TokenTops* tops,
-            uint64_t* visited);
+            uint64_t* visited, std::vector<llama_token>* list = nullptr);
   void NoteTokenTops(SetId set, TokenTops* tops);
 
   std::shared_ptr<const VocabIndex> vocab_;
@@ -111,6 +113,24 @@ class MaskEngine {
   const PositionClasses* positions_;
   std::unordered_map<Key, std::unique_ptr<Entry>, KeyHash> entries_;
   size_t entryBytes_ = 0;
+  // What an entry's continuations admit when the context is a given set: a set with many stacks
+  // (after a member of an object with hundreds of optional properties, one stack per property
+  // that may come next) walked them all again at every visit. Only for entries with at least
+  // kMemoContinuations continuations; keyed by set id, so cleared when the engine resets.
+  static constexpr size_t kMemoContinuations = 16;
+  static constexpr size_t kMemoBudget = 32u << 20;  // bytes; past it the memo starts over
+  struct Walked {
+    std::vector<llama_token> accepted;  // (may repeat a token: walks from nested nodes); or:
+    std::vector<uint64_t> bits;         // when there are many
+    std::vector<llama_token> byId;
+    bool tokenNot = false;
+    bool kept = false;  // false: seen once, nothing kept yet
+  };
+  struct MemoKeyHash {
+    size_t operator()(const std::pair<const Entry*, SetId>& k) const;
+  };
+  std::unordered_map<std::pair<const Entry*, SetId>, Walked, MemoKeyHash> memo_;
+  size_t memoBytes_ = 0;
   struct WalkFrame {
     SetId set;
     Utf8Walk utf8;

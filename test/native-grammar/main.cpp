@@ -661,6 +661,7 @@ json CmdSchemaCheck(const json& req) {
           const MaskStats& a = *g->maskStats();
           slow.push_back({{"us", us}, {"entries", a.entries - before.entries}, {"entryNodes", a.entryNodes - before.entryNodes},
                           {"runtimeNodes", a.runtimeNodes - before.runtimeNodes}, {"continuations", a.continuations - before.continuations},
+                          {"memoHits", a.memoHits - before.memoHits},
                           {"entryMs", a.entryMs - before.entryMs}, {"token", i}});
         }
         admitted = bits.Test(t);
