@@ -37,7 +37,11 @@ async function reference(model: string, prompts: string[], pooling: string): Pro
   if (pooling === "rank") args.push("--embd-normalize", "-1");
   args.push("-c", "512", "-b", "512", "-ub", "512", "-t", "1", "--embd-output-format", "array");
   const { stdout } = await run(binary, args, { maxBuffer: 1 << 24 });
-  return JSON.parse(stdout.slice(stdout.indexOf("["))) as number[][];
+  // With rank pooling it prints n_embd floats of the n_cls_out it computed: the rest is memory it
+  // never wrote, which now and then holds a NaN or an infinity ("-nan", "inf"), not JSON. Those
+  // floats are not compared; they are read as null.
+  const text = stdout.slice(stdout.indexOf("[")).replace(/-?(?:nan|inf(?:inity)?)(?:\([^)]*\))?/gi, "null");
+  return JSON.parse(text) as number[][];
 }
 
 function maxDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
