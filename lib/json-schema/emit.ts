@@ -88,8 +88,12 @@ export class Emitter {
     const ruleName = isReservedName(name) ? `${name}-` : name === "" ? "root" : name;
     const rules = this.rules;
     switch (node.kind) {
-      case "ref":
+      case "ref": {
+        // a schema shared by the normalizer but met once is written where it stands
+        const shared = this.normalizer.sharedNode(node.ref);
+        if (shared?.once === true) return this.visit(shared.node, name);
         return rules.add(ruleName, this.resolveRef(node.ref));
+      }
       case "union":
         return rules.add(
           ruleName,
@@ -366,7 +370,7 @@ export class Emitter {
   }
 
   private refNode(ref: string): SchemaNode {
-    let node = this.refNodes.get(ref);
+    let node = this.refNodes.get(ref) ?? this.normalizer.sharedNode(ref)?.node;
     if (node === undefined) {
       const target = this.refs.get(ref);
       node = this.normalizer.normalize(target === undefined ? null : target.schema, target?.where ?? "#");

@@ -42,6 +42,11 @@ const FAMILY: ReadonlyArray<[JsonType, readonly string[]]> = [
 
 /** Merged schemas longer than this (as JSON text) become shared rules. */
 const SHARED_MERGE_LENGTH = 1000;
+/** Flat schemas whose assertions are at least this long (as JSON text) are shared when met again. */
+const SHARED_FLAT_LENGTH = 256;
+const SHARED_KINDS: ReadonlySet<SchemaNode["kind"]> = new Set(["object", "items", "array", "tuple", "union"]);
+/** Keywords that decide a schema's node (the others are annotations, unknown words included). */
+const SHAPE_KEYWORDS: ReadonlySet<string> = new Set([...ASSERTION_KEYWORDS, "format", "nullable", "$schema", "$id", "id", "$anchor", "definitions", "$defs"]);
 /** Most alternatives uniqueItems over an enum may enumerate, and dependentRequired may split into. */
 const MAX_UNIQUE_SEQUENCES = 200;
 const MAX_DEPENDENCY_BRANCHES = 8;
@@ -71,6 +76,9 @@ export class DefaultNormalizer extends Normalizer {
   private readonly activeMerged = new Set<string>();
   private readonly mergedRefs = new Map<string, string>();
   private readonly jsonIds = new JsonIds();
+  /** Flat schemas shared as refs (sharedFlatNode): by their assertions, and their nodes by ref. */
+  private readonly sharedFlat = new Map<string, { ref: string; node: SchemaNode; uses: number }>();
+  private readonly sharedByRef = new Map<string, { ref: string; node: SchemaNode; uses: number }>();
 
   constructor(refs: RefTable, report: Reporter, private readonly dotall = false) {
     super(refs, report);
@@ -113,7 +121,7 @@ export class DefaultNormalizer extends Normalizer {
     const before = schema;
     schema = this.merged(schema, where);
     if (has(schema, "if")) schema = this.merged(ifAsAlternatives(schema), where);
-    if (schema === before) return this.flatNode(schema, where);
+    if (schema === before) return this.sharedFlatNode(schema, where);
     // a merged schema met again inside itself (recursive refs merged with other keywords, through
     // properties or items): a ref of its own, so the grammar recurses instead of unrolling forever
     const text = this.jsonIds.of(schema);
@@ -139,6 +147,55 @@ export class DefaultNormalizer extends Normalizer {
     } finally {
       if (shareable) this.activeMerged.delete(key);
     }
+  }
+
+  /**
+   * A flat schema met again elsewhere with the same assertions (annotations such as `description`
+   * aside) is one shared rule: the same object schema under three properties, with its patterns'
+   * automata, was compiled and written three times (MaskBench's largest grammars were such copies).
+   * Only containers are shared: a scalar's node kind is read by its parent (uniqueItems over an
+   * enum), and a schema that admits nothing must stay `never` where it stands.
+   */
+  private sharedFlatNode(schema: Json, where: string): SchemaNode {
+    const key = where === "#" ? null : this.shareKey(schema);
+    if (key === null) return this.flatNode(schema, where);
+    const known = this.sharedFlat.get(key);
+    if (known !== undefined) {
+      known.uses++;
+      return { kind: "ref", ref: known.ref };
+    }
+    const node = this.flatNode(schema, where);
+    if (!SHARED_KINDS.has(node.kind)) return node;
+    const last = where.split("/").pop() ?? "";
+    const ref = `#/$shared/${this.sharedFlat.size}-${last.replace(/[^a-zA-Z0-9-]+/g, "-")}`;
+    this.refs.set(ref, { schema, where });
+    const shared = { ref, node, uses: 1 };
+    this.sharedFlat.set(key, shared);
+    this.sharedByRef.set(ref, shared);
+    return { kind: "ref", ref };
+  }
+
+  /**
+   * A shared flat schema's node, and whether it is met once only (then the emitter writes it where
+   * it stands, as if it were not shared).
+   */
+  override sharedNode(ref: string): { node: SchemaNode; once: boolean } | undefined {
+    const shared = this.sharedByRef.get(ref);
+    return shared === undefined ? undefined : { node: shared.node, once: shared.uses === 1 };
+  }
+
+  /** Identity of a flat schema's assertions: its keywords that may constrain, with their values. */
+  private shareKey(schema: Json): string | null {
+    if (Object.getOwnPropertySymbols(schema).length > 0) return null;
+    let length = 0;
+    const parts: string[] = [];
+    for (const [k, v] of Object.entries(schema)) {
+      if (!SHAPE_KEYWORDS.has(k)) continue;
+      const x = this.jsonIds.of(v);
+      length += k.length + x.length;
+      parts.push(`${JSON.stringify(k)}:${x.id}`);
+    }
+    return length >= SHARED_FLAT_LENGTH ? parts.join(",") : null;
   }
 
   /** A schema with `allOf` and the keywords beside `$ref`/`anyOf`/`oneOf` merged in. */

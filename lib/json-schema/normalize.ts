@@ -104,6 +104,11 @@ export class Normalizer {
     }
   }
 
+  /** A ref's node normalized already (the default mode's shared schemas); undefined otherwise. */
+  sharedNode(_ref: string): { node: SchemaNode; once: boolean } | undefined {
+    return undefined;
+  }
+
   protected node(schema: unknown, where: string): SchemaNode {
     if (schema === null) return { kind: "any-object" }; // what the reference makes of an unresolved ref
     if (typeof schema === "boolean") {

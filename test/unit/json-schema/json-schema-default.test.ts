@@ -302,6 +302,51 @@ describe("default mode: shapes", () => {
   });
 });
 
+describe("default mode: a schema met again is one shared rule", () => {
+  // long enough to share (>= 256 characters of assertions), with a pattern whose automaton is the cost
+  const ref = (description: string) => ({
+    description,
+    type: "object",
+    properties: {
+      curie: { type: "string", pattern: "^([a-z0-9-]+):([a-z0-9\\.-]+):([a-z0-9-]+)?:([a-z0-9-]+)$", maxLength: 40 },
+      id: { type: "string", pattern: "^[A-Za-z0-9:_\\-]+$", maxLength: 60 },
+      tag: { type: "string", maxLength: 255 },
+    },
+    required: ["curie", "id"],
+    additionalProperties: false,
+  });
+  const once = { type: "object", properties: { creator: ref("who created it") }, additionalProperties: false };
+  const twice = { type: "object", properties: { creator: ref("who created it"), updater: ref("who updated it") }, additionalProperties: false };
+
+  it("annotations aside, the second copy refers to the first's rules", () => {
+    const one = compileJsonSchema(once).gbnf;
+    const two = compileJsonSchema(twice).gbnf;
+    expect(one).not.toContain("ref-shared");
+    expect(two).toMatch(/^creator ::= ref-shared-\S+$/m);
+    expect(two).toMatch(/^updater ::= ref-shared-\S+$/m);
+    // one automaton for curie, not two: the grammar grows by a few rules, not by a copy
+    const lines = (g: string) => g.split("\n").length;
+    expect(lines(two) - lines(one)).toBeLessThan(10);
+    const m = new GbnfMatcher(two);
+    const v = { curie: "acme:iam:node:x", id: "a1" };
+    expect(m.matches(dumps({ creator: v, updater: v }))).toBe(true);
+    expect(m.matches(dumps({ updater: { ...v, id: "a b" } }))).toBe(false);
+    expect(ajv.validate(twice, { updater: { ...v, id: "a b" } })).toBe(false);
+  });
+
+  it("a different assertion is a different rule; a copy that admits nothing is still dropped where it stands", () => {
+    const other = { ...ref("x"), required: ["curie"] };
+    const g = compileJsonSchema({ type: "object", properties: { a: ref("x"), b: other }, additionalProperties: false }).gbnf;
+    expect(g).not.toContain("ref-shared");
+    // a required key that additionalProperties: false forbids: no object is valid
+    const never = { ...ref("x"), required: ["curie", "id", "nope"] };
+    const schema = { type: "object", properties: { a: never, b: { ...never, description: "y" }, c: { type: "integer" } }, additionalProperties: false };
+    const m = new GbnfMatcher(compileJsonSchema(schema).gbnf);
+    expect(m.matches(dumps({ c: 1 }))).toBe(true);
+    expect(m.matches(dumps({ a: { curie: "a:b::c", id: "x" }, c: 1 }))).toBe(false);
+  });
+});
+
 describe("default mode: what cannot be enforced is a coded error naming keyword and pointer", () => {
   const refused: Array<[string, unknown, string]> = [
     ["patternProperties with a backreference", { type: "object", patternProperties: { "(x)\\1": { type: "integer" } } }, "#/patternProperties"],
