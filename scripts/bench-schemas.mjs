@@ -372,7 +372,7 @@ if (args.includes("--json")) {
       const ms = slowMasks.filter(is);
       if (ms.length === 0) continue;
       const mean = (k) => (ms.reduce((a, m) => a + m[k], 0) / ms.length).toFixed(0);
-      console.log(`  ${kind}: ${ms.length} masks, mean ${mean("us")} µs, entries ${mean("entries")}, entry nodes ${mean("entryNodes")}, runtime nodes ${mean("runtimeNodes")}, continuations ${mean("continuations")}, memo hits ${mean("memoHits")}`);
+      console.log(`  ${kind}: ${ms.length} masks, mean ${mean("us")} µs, entries ${mean("entries")}, entry nodes ${mean("entryNodes")}, runtime nodes ${mean("runtimeNodes")}, continuations ${mean("continuations")}, memo hits ${mean("memoHits")}, stubs ${mean("stubs")}, one-frame entries ${mean("shallowEntries")} (nodes ${mean("shallowNodes")})`);
     }
     const byFile = new Map();
     for (const m of slowMasks) byFile.set(m.file, (byFile.get(m.file) ?? 0) + 1);

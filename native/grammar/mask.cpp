@@ -253,6 +253,8 @@ MaskEngine::Entry* MaskEngine::Build(const Key& key, bool allowStub) {
     auto stub = std::make_unique<Entry>();
     stub->deeper = stub->stub = true;
     stats_.entryNodes += visited;
+    stats_.stubs++;
+    if (key.n == 1) stats_.shallowNodes += visited;
     Entry* raw = stub.get();
     entries_[key] = std::move(stub);
     return raw;
@@ -312,6 +314,10 @@ MaskEngine::Entry* MaskEngine::Store(const Key& key, std::unique_ptr<Entry> entr
                  entry->continuations.capacity() * 4 + entry->byId.capacity() * 4 + sizeof(Key) + 32;
   stats_.entries++;
   stats_.entryNodes += visited;
+  if (key.n == 1) {
+    stats_.shallowEntries++;
+    stats_.shallowNodes += visited;
+  }
 
 
   stats_.entryMs += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

@@ -26,6 +26,9 @@ struct MaskStats {
   uint64_t masks = 0;
   uint64_t entries = 0;         // cache entries built
   uint64_t entryNodes = 0;      // trie nodes visited building them
+  uint64_t stubs = 0;           // walks stopped early for a deeper key (their nodes are in entryNodes)
+  uint64_t shallowEntries = 0;  // entries of one-frame keys (of `entries`)
+  uint64_t shallowNodes = 0;    // trie nodes visited building them and their stubs (of `entryNodes`)
   uint64_t runtimeNodes = 0;    // trie nodes visited at run time (continuations, partial starts)
   uint64_t continuations = 0;   // subtree walks into a context
   uint64_t memoHits = 0;        // an entry's continuations into a context answered from the memo

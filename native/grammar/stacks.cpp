@@ -127,6 +127,7 @@ const std::vector<StackId>* StackEngine::Advance(StackId s) {
       return nullptr;
     }
   }
+  advancedBytes_ += result.capacity() * sizeof(StackId) + sizeof(result);
   advanced_.push_back(std::move(result));
   frames_[s].advance = static_cast<uint32_t>(advanced_.size());
   return &advanced_.back();
@@ -246,8 +247,7 @@ bool StackEngine::AcceptsPartial(SetId set, uint32_t value, int remain) {
 }
 
 size_t StackEngine::MemoryBytes() const {
-  size_t adv = 0;
-  for (const auto& a : advanced_) adv += a.capacity() * sizeof(StackId) + sizeof(a);
+  const size_t adv = advancedBytes_;
   return frames_.capacity() * sizeof(Frame) + sets_.capacity() * sizeof(Set) + setPool_.capacity() * sizeof(StackId) +
          rows_.capacity() * sizeof(int32_t) + adv + (frameIndex_.size() + setIndex_.size()) * 24 + partialKeys_.capacity() * 8;
 }

@@ -127,6 +127,7 @@ class StackEngine {
   std::vector<Frame> frames_;
   IdTable frameIndex_;
   std::deque<std::vector<StackId>> advanced_;  // a deque: Advance hands out references
+  size_t advancedBytes_ = 0;                   // summed as they are added: MemoryBytes runs every step
   std::vector<Set> sets_;
   std::vector<StackId> setPool_;
   IdTable setIndex_;

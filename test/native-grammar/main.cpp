@@ -661,7 +661,8 @@ json CmdSchemaCheck(const json& req) {
           const MaskStats& a = *g->maskStats();
           slow.push_back({{"us", us}, {"entries", a.entries - before.entries}, {"entryNodes", a.entryNodes - before.entryNodes},
                           {"runtimeNodes", a.runtimeNodes - before.runtimeNodes}, {"continuations", a.continuations - before.continuations},
-                          {"memoHits", a.memoHits - before.memoHits},
+                          {"memoHits", a.memoHits - before.memoHits}, {"stubs", a.stubs - before.stubs},
+                          {"shallowEntries", a.shallowEntries - before.shallowEntries}, {"shallowNodes", a.shallowNodes - before.shallowNodes},
                           {"entryMs", a.entryMs - before.entryMs}, {"token", i}});
         }
         admitted = bits.Test(t);
