@@ -9,7 +9,7 @@
  */
 import { LlamapegError } from "../errors.js";
 import { lineColumn } from "../line-column.js";
-import { GbnfSyntaxError, type ParsedGrammar, TERMINAL, parseGbnf, ruleId } from "./parse.js";
+import { GbnfSyntaxError, type ParsedGrammar, RepeatChain, TERMINAL, parseGbnf, ruleElements, ruleId, ruleName } from "./parse.js";
 
 /** Deepest group nesting accepted. */
 export const MAX_NESTING = 200;
@@ -61,13 +61,15 @@ export function checkGbnf(gbnf: string, options: CheckGbnfOptions = {}): GbnfSta
     if (e instanceof GbnfSyntaxError) invalid(gbnf, e.message, e.offset, e.rule);
     throw e;
   }
-  for (const [id, r] of g.rules.entries()) if (!r.defined) invalid(gbnf, `Undefined rule identifier '${r.name}' (used but never defined)`, g.firstUse.get(id) ?? r.offset, r.name);
+  for (const [id, r] of g.rules.entries()) {
+    if (!r.defined) invalid(gbnf, `Undefined rule identifier '${ruleName(g, id)}' (used but never defined)`, g.firstUse.get(id) ?? r.offset, ruleName(g, id));
+  }
   const root = options.root ?? "root";
   const rootId = ruleId(g, root);
   if (rootId === undefined) invalid(gbnf, `grammar does not contain a '${root}' symbol to start from`, 0);
 
   let elements = 0;
-  for (const r of g.rules) elements += r.elements;
+  for (let id = 0; id < g.rules.length; id++) elements += ruleElements(g, id);
 
   const { chain, fanout } = leftmostChains(gbnf, g);
   return { rules: g.rules.length, elements, chain, fanout };
@@ -80,72 +82,104 @@ export function checkGbnf(gbnf: string, options: CheckGbnfOptions = {}): GbnfSta
  */
 function leftmostChains(src: string, g: ParsedGrammar): { chain: number; fanout: number } {
   const n = g.rules.length;
-  const mayBeEmpty = g.rules.map((r) => r.alternatives.some((a) => a.length === 0));
-  const edges: number[][] = g.rules.map((r) => {
-    const out: number[] = [];
-    for (const alt of r.alternatives) {
-      for (const sym of alt) {
-        if (sym === TERMINAL) break;
-        out.push(sym);
-        if (!mayBeEmpty[sym]) break;
-      }
+  const rules = g.rules;
+  // a repetition's rules are one RepeatChain (parse.ts): read without building their arrays
+  const mayBeEmpty = new Uint8Array(n);
+  for (let id = 0; id < n; id++) {
+    const r = rules[id]!;
+    mayBeEmpty[id] = r instanceof RepeatChain || r.alternatives.some((a) => a.length === 0) ? 1 : 0;
+  }
+  // each alternative of `id` as (symbols, one more symbol after them or -1)
+  const forEachAlternative = (id: number, fn: (alt: readonly number[], extra: number) => void): void => {
+    const r = rules[id]!;
+    if (r instanceof RepeatChain) {
+      const next = r.next(id);
+      fn(r.head, next < 0 || r.cut ? -1 : next);
+      fn(EMPTY, -1);
+    } else {
+      for (const alt of r.alternatives) fn(alt, -1);
     }
-    return out;
-  });
+  };
+  // the leftmost references of each rule, as one array (edges of `id`: edgeStart[id]..edgeStart[id+1])
+  const edgeStart = new Int32Array(n + 1);
+  const edgeList: number[] = [];
+  const addEdges = (alt: readonly number[], extra: number): void => {
+    for (let i = 0; i <= alt.length; i++) {
+      const sym = i < alt.length ? alt[i]! : extra;
+      if (sym === TERMINAL || (i === alt.length && extra < 0)) break;
+      edgeList.push(sym);
+      if (!mayBeEmpty[sym]) break;
+    }
+  };
+  for (let id = 0; id < n; id++) {
+    edgeStart[id] = edgeList.length;
+    forEachAlternative(id, addEdges);
+  }
+  edgeStart[n] = edgeList.length;
+  // stacks an alternative starts: those of its leading rules up to the first that cannot be empty,
+  // plus one where it reaches a terminal or its end
+  let f = 0;
+  const addFan = (alt: readonly number[], extra: number): void => {
+    const len = alt.length + (extra < 0 ? 0 : 1);
+    let i = 0;
+    for (; i < len; i++) {
+      const sym = i < alt.length ? alt[i]! : extra;
+      if (sym === TERMINAL) break;
+      f += fan[sym]!;
+      if (!mayBeEmpty[sym]) break;
+    }
+    if (i === len || (i < alt.length ? alt[i] : extra) === TERMINAL) f += 1;
+  };
   // 0 = unseen, 1 = on the path, 2 = done; depth = longest chain from the rule
   const state = new Uint8Array(n);
   const depth = new Int32Array(n);
-  // stacks a rule starts: one per alternative that begins with a terminal (or is empty), plus
-  // those of the rules it begins with
   const fan = new Float64Array(n);
   let widest = 0;
-  const stack: { rule: number; next: number }[] = [];
+  const stackRule = new Int32Array(n);
+  const stackNext = new Int32Array(n);
+  let top = -1;
   let longest = 0;
   for (let start = 0; start < n; start++) {
     if (state[start] !== 0) continue;
-    stack.push({ rule: start, next: 0 });
+    stackRule[++top] = start;
+    stackNext[top] = edgeStart[start]!;
     state[start] = 1;
-    while (stack.length > 0) {
-      const top = stack[stack.length - 1]!;
-      const out = edges[top.rule]!;
-      if (top.next < out.length) {
-        const to = out[top.next++]!;
+    while (top >= 0) {
+      const rule = stackRule[top]!;
+      const end = edgeStart[rule + 1]!;
+      if (stackNext[top]! < end) {
+        const to = edgeList[stackNext[top]!++]!;
         if (state[to] === 1) {
-          const path = stack.slice(stack.findIndex((f) => f.rule === to)).map((f) => g.rules[f.rule]!.name);
-          invalid(src, `left recursion: ${[...path, g.rules[to]!.name].join(" -> ")} can recurse without consuming input`, g.rules[to]!.offset, g.rules[to]!.name);
+          const path: string[] = [];
+          for (let k = 0; k <= top; k++) if (path.length > 0 || stackRule[k] === to) path.push(ruleName(g, stackRule[k]!));
+          invalid(src, `left recursion: ${[...path, ruleName(g, to)].join(" -> ")} can recurse without consuming input`, rules[to]!.offset, ruleName(g, to));
         }
         if (state[to] === 0) {
           state[to] = 1;
-          stack.push({ rule: to, next: 0 });
+          stackRule[++top] = to;
+          stackNext[top] = edgeStart[to]!;
         }
         continue;
       }
       let d = 1;
-      for (const to of out) d = Math.max(d, depth[to]! + 1);
-      depth[top.rule] = d;
-      let f = 0;
-      for (const alt of g.rules[top.rule]!.alternatives) {
-        let i = 0;
-        for (; i < alt.length && alt[i] !== TERMINAL; i++) {
-          f += fan[alt[i]!]!;
-          if (!mayBeEmpty[alt[i]!]) break;
-        }
-        if (i === alt.length || alt[i] === TERMINAL) f += 1;
+      for (let e = edgeStart[rule]!; e < end; e++) d = Math.max(d, depth[edgeList[e]!]! + 1);
+      depth[rule] = d;
+      f = 0;
+      forEachAlternative(rule, addFan);
+      fan[rule] = Math.min(f, 1e12);
+      widest = Math.max(widest, fan[rule]!);
+      if (fan[rule]! > MAX_FANOUT) {
+        invalid(src, `rule ${ruleName(g, rule)} starts ${fan[rule]} parse stacks (at most ${MAX_FANOUT}): llama.cpp would match each against the whole vocabulary at every token`, rules[rule]!.offset, ruleName(g, rule));
       }
-      fan[top.rule] = Math.min(f, 1e12);
-      widest = Math.max(widest, fan[top.rule]!);
-      if (fan[top.rule]! > MAX_FANOUT) {
-        const r = g.rules[top.rule]!;
-        invalid(src, `rule ${r.name} starts ${fan[top.rule]} parse stacks (at most ${MAX_FANOUT}): llama.cpp would match each against the whole vocabulary at every token`, r.offset, r.name);
-      }
-      state[top.rule] = 2;
-      stack.pop();
+      state[rule] = 2;
+      top--;
       if (d > MAX_CHAIN) {
-        const r = g.rules[top.rule]!;
-        invalid(src, `a chain of ${d} rules each starting with the next exceeds ${MAX_CHAIN} (llama.cpp recurses along it)`, r.offset, r.name);
+        invalid(src, `a chain of ${d} rules each starting with the next exceeds ${MAX_CHAIN} (llama.cpp recurses along it)`, rules[rule]!.offset, ruleName(g, rule));
       }
       longest = Math.max(longest, d);
     }
   }
   return { chain: longest, fanout: widest };
 }
+
+const EMPTY: readonly number[] = [];

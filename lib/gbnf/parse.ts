@@ -31,11 +31,64 @@ export interface ParsedRule {
 }
 
 export interface ParsedGrammar {
-  rules: ParsedRule[];
+  /**
+   * By rule id. A repetition's synthesized rules (`x{0,1998}` makes 1,998) are one RepeatChain,
+   * met at each of their ids: read a rule through ruleName / ruleAlternatives / ruleElements.
+   */
+  rules: (ParsedRule | RepeatChain)[];
   /** The rules named in the source; synthesized rules are found by ruleId. */
   ids: Map<string, number>;
   /** First reference of each rule id (for "undefined rule" errors). */
   firstUse: Map<number, number>;
+}
+
+/**
+ * The rules handle_repetitions synthesizes for one repetition, ids first..first+count-1: rule k is
+ * `S S'(k-1) |` (the first one `S |` when the count is bounded; `S S' |`, itself, when it is not).
+ * Kept as one object: they differ only by the rule they refer to.
+ */
+export class RepeatChain {
+  readonly defined = true;
+  constructor(
+    readonly base: string,
+    readonly first: number,
+    readonly count: number,
+    /** S's symbols, cut after its first terminal (see `cut`). */
+    readonly head: number[],
+    readonly link: "previous" | "self",
+    /** S has a terminal: the alternatives end there, the rule after S is left out of them. */
+    readonly cut: boolean,
+    readonly offset: number,
+    private readonly headElements: number,
+  ) {}
+
+  /** The rule that rule `id` refers to after S, or -1. */
+  next(id: number): number {
+    if (this.link === "self") return id;
+    return id > this.first ? id - 1 : -1;
+  }
+
+  elements(id: number): number {
+    return this.headElements + (this.next(id) < 0 ? 0 : 1) + 2;
+  }
+}
+
+export function ruleName(g: ParsedGrammar, id: number): string {
+  const r = g.rules[id]!;
+  return r instanceof RepeatChain ? `${r.base}_${id}` : r.name;
+}
+
+/** The symbols of each alternative of rule `id` (see ParsedRule.alternatives). */
+export function ruleAlternatives(g: ParsedGrammar, id: number): number[][] {
+  const r = g.rules[id]!;
+  if (!(r instanceof RepeatChain)) return r.alternatives;
+  const next = r.next(id);
+  return [next < 0 || r.cut ? r.head : [...r.head, next], EMPTY];
+}
+
+export function ruleElements(g: ParsedGrammar, id: number): number {
+  const r = g.rules[id]!;
+  return r instanceof RepeatChain ? r.elements(id) : r.elements;
 }
 
 export class GbnfSyntaxError extends Error {
@@ -80,12 +133,14 @@ class SynthesizedRule implements ParsedRule {
 
 /** The id of the rule llama.cpp's symbol table holds under `name`, synthesized ones included. */
 export function ruleId(g: ParsedGrammar, name: string): number | undefined {
-  const id = g.ids.get(name);
-  if (id !== undefined) return id;
+  const named = g.ids.get(name);
+  if (named !== undefined) return named;
   const m = /^(.*)_(\d+)$/.exec(name);
   if (m === null) return undefined;
-  const r = g.rules[Number(m[2])];
-  return r instanceof SynthesizedRule && r.base === m[1] && String(r.id) === m[2] ? r.id : undefined;
+  const id = Number(m[2]);
+  const r = g.rules[id];
+  if (r instanceof SynthesizedRule) return r.base === m[1] && String(r.id) === m[2] ? r.id : undefined;
+  return r instanceof RepeatChain && r.base === m[1] && String(id) === m[2] ? id : undefined;
 }
 
 /** One alternative being built: its symbols and elements, in llama.cpp's layout. */
@@ -96,7 +151,7 @@ interface Seq {
 
 class Parser {
   private pos = 0;
-  private readonly rules: ParsedRule[] = [];
+  private readonly rules: (ParsedRule | RepeatChain)[] = [];
   private readonly ids = new Map<string, number>();
   private readonly firstUse = new Map<number, number>();
   private nesting = 0;
@@ -223,7 +278,7 @@ class Parser {
       this.pos++;
       this.space(true);
     }
-    const r = this.rules[id]!;
+    const r = this.rules[id] as ParsedRule;
     // a rule defined twice keeps its last definition, as add_rule does
     r.alternatives = alts;
     this.grow(elements - r.elements, at);
@@ -397,17 +452,15 @@ class Parser {
     }
     const optional = max === Infinity ? 1 : max - min;
     let last = -1;
-    // `x{0,2000}` synthesizes 2,000 rules: those whose first alternative is `prev` alone share one
-    // array, and all share the empty one (nothing writes to a parsed rule's alternatives)
-    const alone = [...prev];
-    for (let i = 0; i < optional; i++) {
-      const id = this.synthesize(ruleName, at);
-      const r = this.rules[id]!;
-      const ref = max === Infinity ? id : i > 0 ? last : -2;
-      r.alternatives = [ref === -2 || t >= 0 ? alone : [...prev, ref], EMPTY];
-      r.elements = lastElements + (ref === -2 ? 0 : 1) + 2;
-      this.grow(r.elements, at);
-      last = id;
+    if (optional > 0) {
+      // `x{0,2000}` synthesizes 2,000 rules: one object for all (nothing writes to a parsed rule)
+      const first = this.rules.length;
+      const chain = new RepeatChain(ruleName, first, optional, [...prev], max === Infinity ? "self" : "previous", t >= 0, at, lastElements);
+      for (let i = 0; i < optional; i++) {
+        this.rules.push(chain);
+        this.grow(chain.elements(first + i), at);
+      }
+      last = first + optional - 1;
     }
     if (optional > 0) {
       seq.symbols.push(last);
