@@ -12,6 +12,8 @@ type ObjectNode = Extract<SchemaNode, { kind: "object" }>;
 
 /** Most declared properties an object may have for `propertyOrder: "any"` (2^n states). */
 const MAX_ANY_ORDER = 6;
+/** Past MAX_ANY_ORDER, most required properties `propertyOrder: "any"` tracks (2^r states). */
+const MAX_ANY_REQUIRED = 6;
 import { DefaultNormalizer } from "./normalize-default.js";
 import { dfaStringRule, dfaTextRule, jsonStringLiteral } from "./regex-gbnf.js";
 import { LengthsBesidePattern, regexStringRule } from "./regex-gbnf.js";
@@ -208,7 +210,9 @@ export class Emitter {
   private orderedObjectRule(node: ObjectNode, name: string): string {
     const { properties, required } = node;
     const kv: string[] = properties.map(({ name: prop, schema }) => {
-      const valueRule = this.visit(schema, join(name, prop));
+      // a property named "" of the root would name its value `root` (llama.cpp's converter does, and
+      // its grammar then starts at that value): the reference mode keeps that, this one does not
+      const valueRule = this.visit(schema, name === "" && prop === "" ? "empty-key" : join(name, prop));
       return this.rules.add(join(name, `${prop}-kv`), `${jsonStringLiteral(prop)} space ":" space ${valueRule}`);
     });
     const extra = this.otherMembers(node, name);
@@ -226,6 +230,11 @@ export class Emitter {
     }
     if (this.propertyOrder === "any" && n > 1 && n <= MAX_ANY_ORDER && node.minProperties === undefined && node.maxProperties === undefined) {
       return this.anyOrderObject(kv, properties.map((p) => required.has(p.name)), extra, name);
+    }
+    if (this.propertyOrder === "any" && n > MAX_ANY_ORDER && node.minProperties === undefined && node.maxProperties === undefined) {
+      const index = new Map(properties.map((p, i) => [p.name, i]));
+      const listed = [...required].filter((r) => index.has(r)).map((r) => index.get(r)!);
+      return this.anyOrderLargeObject(kv, listed, extra, name);
     }
     // minProperties 1 beside other members: the object is not empty
     const nonEmpty = (node.minProperties ?? 0) > 0;
@@ -284,6 +293,62 @@ export class Emitter {
       if ([...bodies].some(([r, b]) => (this.rules.get(r) ?? b) !== b)) continue;
       for (const [r, b] of bodies) this.rules.add(r, b);
       return `"{" space ${ruleOf(0, false)} space "}"`;
+    }
+  }
+
+  /**
+   * `propertyOrder: "any"` for an object of more than MAX_ANY_ORDER properties: members in any
+   * order, one rule per set of required properties written so far (`required`: their indices in
+   * `kv`, in the order the schema's `required` lists them). Which optional ones were written is not
+   * tracked (2^n rules), so one may be written twice: JSON.parse and Python's json keep the last,
+   * and each value is checked against its own schema. Past MAX_ANY_REQUIRED required ones (2^r
+   * rules), those keep one order, the declared one or that of `required`, and the others go
+   * anywhere (docs/json-schema.md).
+   */
+  private anyOrderLargeObject(kv: string[], required: number[], extra: string | null, name: string): string {
+    const base = sanitizeRuleName(name === "" ? "root" : name);
+    const isRequired = new Set(required);
+    const optional = kv.filter((_, i) => !isRequired.has(i));
+    if (extra !== null) optional.push(extra);
+    const r = required.length;
+    const declared = [...required].sort((a, b) => a - b);
+    const orders = r <= MAX_ANY_REQUIRED ? [] : declared.every((x, i) => x === required[i]) ? [declared] : [declared, required];
+    for (let k = 0; ; k++) {
+      const prefix = `${base}-u${k === 0 ? "" : `${k}-`}`;
+      const bodies = new Map<string, string>();
+      const opt = optional.length === 0 ? null : `${prefix}opt`;
+      if (opt !== null) bodies.set(opt, optional.join(" | "));
+      // states after something was written: `next` is each required member that may come, with
+      // the state it leads to; `done` whether the object may end there
+      const state = (id: string, next: Array<[string, string]>, done: boolean): void => {
+        const alts: string[] = [];
+        if (opt !== null) alts.push(`"," space ${opt} ${id}`);
+        for (const [member, to] of next) alts.push(`"," space ${member} ${to}`);
+        if (done) alts.push('""');
+        bodies.set(id, alts.join(" | "));
+      };
+      const firsts: string[] = [];
+      if (orders.length === 0) {
+        // the set of required ones written: a bit mask over `required`
+        const all = (1 << r) - 1;
+        const more = (mask: number): string => `${prefix}${mask}`;
+        for (let mask = 0; mask <= all; mask++) state(more(mask), required.map((x, j) => [kv[x]!, more(mask | (1 << j))]), mask === all);
+        if (opt !== null) firsts.push(`${opt} ${more(0)}`);
+        required.forEach((x, j) => firsts.push(`${kv[x]} ${more(1 << j)}`));
+      } else {
+        // how many of the required ones were written, in one of the orders
+        orders.forEach((order, o) => {
+          const at = (i: number): string => `${prefix}${o === 0 ? "d" : "r"}${i}`;
+          for (let i = 0; i <= r; i++) state(at(i), i < r ? [[kv[order[i]!]!, at(i + 1)]] : [], i === r);
+          if (opt !== null) firsts.push(`${opt} ${at(0)}`);
+          firsts.push(`${kv[order[0]!]} ${at(1)}`);
+        });
+      }
+      bodies.set(`${prefix}first`, [...new Set(firsts)].join(" | "));
+      // the state rules name each other: a prefix none of them clashes under
+      if ([...bodies].some(([rule, b]) => (this.rules.get(rule) ?? b) !== b)) continue;
+      for (const [rule, b] of bodies) this.rules.add(rule, b);
+      return `"{" space ${r === 0 ? `(${prefix}first)?` : `${prefix}first`} space "}"`;
     }
   }
 

@@ -445,6 +445,66 @@ describe("propertyOrder: \"any\" (an option; the default keeps declaration order
   });
 });
 
+describe("propertyOrder: \"any\" past 6 properties: any order, required ones tracked, a key may repeat", () => {
+  const properties: Record<string, unknown> = {};
+  for (const k of "abcdefgh") properties[k] = k === "a" || k === "e" ? { type: "integer" } : { type: "string", maxLength: 3 };
+  const schema = { type: "object", properties, required: ["a", "e"], additionalProperties: false };
+  const m = new GbnfMatcher(compileJsonSchema(schema, { propertyOrder: "any" }).gbnf);
+  const validate = ajv.compile(schema);
+
+  it("any order, with the required ones present", () => {
+    for (const v of [{ h: "x", e: 2, a: 1 }, { e: 1, a: 2 }, { a: 1, b: "b", c: "c", d: "d", e: 5, f: "f", g: "g", h: "h" }, { g: "", a: 0, d: "x", e: 1 }]) {
+      expect(validate(v)).toBe(true);
+      expect(m.matches(dumps(v)), dumps(v)).toBe(true);
+    }
+    for (const text of ['{"a": 1}', '{"e": 1, "b": "x"}', "{}", '{"a": 1, "e": "2"}', '{"a": 1, "e": 2, "z": 1}', '{"a": 1, "e": 2, "b": "long"}']) {
+      expect(m.matches(text), text).toBe(false);
+    }
+  });
+
+  it("a key written twice is admitted, each value against its own schema (the parse keeps the last)", () => {
+    expect(m.matches('{"a": 1, "b": "x", "e": 2, "b": "y"}')).toBe(true);
+    expect(m.matches('{"a": 1, "b": "x", "e": 2, "b": 3}')).toBe(false);
+    expect(validate(JSON.parse('{"a": 1, "b": "x", "e": 2, "b": "y"}'))).toBe(true);
+  });
+
+  it("accepted => valid (ajv), JSON.parse's reading of repeated keys", () => {
+    const leaf = fc.oneof(fc.integer({ min: -3, max: 3 }), fc.string({ maxLength: 4 }));
+    const member = fc.tuple(fc.constantFrom(..."abcdefghz"), leaf);
+    fc.assert(
+      fc.property(fc.array(member, { maxLength: 10 }), (members) => {
+        const text = `{${members.map(([k, v]) => `${JSON.stringify(k)}: ${JSON.stringify(v)}`).join(", ")}}`;
+        if (m.matches(text)) expect(validate(JSON.parse(text)), text).toBe(true);
+      }),
+      { numRuns: 400 },
+    );
+  });
+});
+
+describe("propertyOrder: \"any\" past 6 required properties: those in declared or `required` order, the rest anywhere", () => {
+  const properties: Record<string, unknown> = {};
+  for (const k of "abcdefghij") properties[k] = { type: "integer" };
+  // required in another order than declared
+  const schema = { type: "object", properties, required: ["h", "g", "f", "e", "d", "c", "b"], additionalProperties: false };
+  const m = new GbnfMatcher(compileJsonSchema(schema, { propertyOrder: "any" }).gbnf);
+  const validate = ajv.compile(schema);
+  const obj = (keys: string) => Object.fromEntries([...keys].map((k, i) => [k, i]));
+
+  it("the required ones in either order, optional ones anywhere", () => {
+    for (const keys of ["bcdefgh", "hgfedcb", "abcidefghj", "jhgfaedcbi", "ahgfedcbij"]) {
+      expect(validate(obj(keys))).toBe(true);
+      expect(m.matches(dumps(obj(keys))), keys).toBe(true);
+    }
+  });
+
+  it("the required ones in a third order are rejected (valid, but not tracked: 2^7 rules); missing ones are invalid", () => {
+    expect(validate(obj("bcdefhg"))).toBe(true);
+    expect(m.matches(dumps(obj("bcdefhg")))).toBe(false);
+    expect(m.matches(dumps(obj("bcdefg")))).toBe(false);
+    expect(m.matches(dumps(obj("hgfedc")))).toBe(false);
+  });
+});
+
 describe("uri-reference follows RFC 3986 where ajv-formats is looser", () => {
   it("a relative reference's first segment has no colon", () => {
     const m = new GbnfMatcher(compileJsonSchema({ type: "string", format: "uri-reference" }).gbnf);
