@@ -347,6 +347,25 @@ describe("default mode: a schema met again is one shared rule", () => {
   });
 });
 
+describe("default mode: where llama.cpp's converter is wrong", () => {
+  it("a property named \"\" of the root: the grammar still starts at the object (the reference names its value `root`)", () => {
+    const schema = { type: "object", properties: { "": { type: "string" }, a: { type: "integer" } }, required: ["a"] };
+    const m = new GbnfMatcher(compileJsonSchema(schema).gbnf);
+    expect(m.matches(dumps({ "": "x", a: 1 }))).toBe(true);
+    expect(m.matches('"x"')).toBe(false);
+    expect(compileJsonSchema(schema, { schemaMode: "reference" }).gbnf).toMatch(/^root ::= "\\"" char\* "\\""$/m);
+  });
+
+  it("draft 4 and 6 documents ignore if/then/else, as their validators do (draft 7 introduced them)", () => {
+    const body = { type: "object", properties: { a: { type: "string" } }, if: { required: ["a"] }, then: { properties: { a: { pattern: "^x" } } } };
+    const old = new GbnfMatcher(compileJsonSchema({ $schema: "http://json-schema.org/draft-04/schema#", ...body }).gbnf);
+    const seven = new GbnfMatcher(compileJsonSchema({ $schema: "http://json-schema.org/draft-07/schema#", ...body }).gbnf);
+    expect(old.matches(dumps({ a: "y" }))).toBe(true);
+    expect(seven.matches(dumps({ a: "y" }))).toBe(false);
+    expect(seven.matches(dumps({ a: "xy" }))).toBe(true);
+  });
+});
+
 describe("default mode: what cannot be enforced is a coded error naming keyword and pointer", () => {
   const refused: Array<[string, unknown, string]> = [
     ["patternProperties with a backreference", { type: "object", patternProperties: { "(x)\\1": { type: "integer" } } }, "#/patternProperties"],
