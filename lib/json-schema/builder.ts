@@ -40,7 +40,7 @@ export interface GrammarOptions {
   schemaMode?: SchemaMode;
   /** `.` in patterns matches line breaks too. */
   dotall?: boolean;
-  /** Default mode: object properties in declaration order (default), or in any order (objects of up to 6 declared properties; larger ones keep declaration order). */
+  /** Default mode: object properties in declaration order (default), or in any order (docs/json-schema.md, "Property order"). */
   propertyOrder?: PropertyOrder;
   /** What to do with a keyword the compiler cannot honour: throw (default) or leave it out with a warning. */
   unsupported?: UnsupportedMode;

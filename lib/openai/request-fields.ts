@@ -75,6 +75,7 @@ export const REQUEST_FIELDS: Readonly<Record<string, Rule>> = {
   calls_only: honoured,
   reference_mode: honoured,
   json_whitespace: honoured,
+  json_property_order: honoured,
   fast_forward: honoured,
   speculative: honoured,
   signal: honoured,

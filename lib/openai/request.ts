@@ -66,7 +66,7 @@ function logitBiasOf(v: unknown): Map<number, number> | undefined {
 }
 
 /** The fields of an OpenAI request the chat layer reads (the rest are sampling and transport). */
-const CHAT_FIELDS = ["messages", "tools", "tool_choice", "parallel_tool_calls", "response_format", "reasoning_format", "chat_template_kwargs", "calls_only", "reference_mode", "json_whitespace"] as const;
+const CHAT_FIELDS = ["messages", "tools", "tool_choice", "parallel_tool_calls", "response_format", "reasoning_format", "chat_template_kwargs", "calls_only", "reference_mode", "json_whitespace", "json_property_order"] as const;
 
 /**
  * Checks an OpenAI chat request before anything is generated: the chat fields through the chat

@@ -120,6 +120,12 @@ export interface ChatCompletionRequest {
    */
   json_whitespace?: "canonical" | "flexible";
   /**
+   * llamapeg: where an object's declared properties may stand in the plan's grammar: "declared"
+   * (default; the schema's order) or "any" (always "declared" in `reference_mode`).
+   * docs/json-schema.md, "Property order".
+   */
+  json_property_order?: "declared" | "any";
+  /**
    * llamapeg: text the grammar forces (a tool's name, property names, separators) is decoded as a
    * batch instead of one sampled step per token (docs/grammar-engine.md). Default: on wherever
    * the plan has a grammar, off in `reference_mode`; false decodes as llama.cpp does.

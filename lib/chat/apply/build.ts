@@ -122,7 +122,7 @@ function buildPart(source: string, req: NormalizedApplyRequest, tools: ChatTool[
   const schemas: unknown[] = toolFunctions(grammarTools ?? []).map(toolParameters);
   if (schema !== null && (schemaSide !== null || (plan.supportsResponseFormat ?? true))) schemas.push(schema);
   const generationPrompt = plan.generationPrompt ?? rendered.generationPrompt;
-  const gbnf = grammarFrom === null ? req.grammar : treeGbnf(parser, { from: grammarFrom, schemas, schemaMode, jsonWhitespace: req.jsonWhitespace });
+  const gbnf = grammarFrom === null ? req.grammar : treeGbnf(parser, { from: grammarFrom, schemas, schemaMode, jsonWhitespace: req.jsonWhitespace, propertyOrder: req.propertyOrder });
   const lazy = grammarFrom === "lazy";
   const grammar: SamplingGrammar | null = gbnf === "" ? null : {
     gbnf,

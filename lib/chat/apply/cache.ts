@@ -78,6 +78,7 @@ const PLAN_FIELDS = {
   templateLimits: "prompt",
   referenceMode: "key",
   jsonWhitespace: "key",
+  propertyOrder: "key",
 } as const satisfies Record<keyof NormalizedApplyRequest, "key" | "prompt">;
 
 type KeyField = { [K in keyof typeof PLAN_FIELDS]: (typeof PLAN_FIELDS)[K] extends "key" ? K : never }[keyof typeof PLAN_FIELDS];
@@ -147,6 +148,7 @@ const GENERATION_PROMPT_FIELDS = {
   referenceMode: "key",
   // the grammar's, not the template's
   jsonWhitespace: "unread",
+  propertyOrder: "unread",
 } satisfies { [K in keyof NormalizedApplyRequest]: "key" | "unread" | "suffix" | ((value: NormalizedApplyRequest[K]) => unknown) };
 
 const GENERATION_PROMPT_KEYS = Object.keys(GENERATION_PROMPT_FIELDS) as (keyof NormalizedApplyRequest)[];

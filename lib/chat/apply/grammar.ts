@@ -4,7 +4,7 @@
  * rules (lazy), with the JSON schemas the tree's schema nodes point into registered first (as
  * chat.cpp's `build_grammar` calls do).
  */
-import { type JsonWhitespace, type SchemaMode, buildGrammar } from "../../json-schema/index.js";
+import { type JsonWhitespace, type PropertyOrder, type SchemaMode, buildGrammar } from "../../json-schema/index.js";
 import type { PegArena } from "../../peg/arena.js";
 import { buildArenaGrammar } from "../../peg/gbnf.js";
 
@@ -17,11 +17,13 @@ export interface TreeGrammarOptions {
   schemaMode: SchemaMode;
   /** JSON whitespace of the default mode (json-schema/layout.ts). */
   jsonWhitespace: JsonWhitespace;
+  /** Property order of the default mode (json-schema/emit.ts). */
+  propertyOrder: PropertyOrder;
 }
 
-export function treeGbnf(arena: PegArena, { from, schemas, schemaMode, jsonWhitespace }: TreeGrammarOptions): string {
+export function treeGbnf(arena: PegArena, { from, schemas, schemaMode, jsonWhitespace, propertyOrder }: TreeGrammarOptions): string {
   return buildGrammar((b) => {
     for (const schema of schemas) b.resolveRefs(structuredClone(schema));
     buildArenaGrammar({ nodes: arena.nodes, rules: arena.rules, root: from === "lazy" ? arena.root : from }, b, from === "lazy");
-  }, { schemaMode, jsonWhitespace });
+  }, { schemaMode, jsonWhitespace, propertyOrder });
 }

@@ -10,7 +10,7 @@
  */
 import { boundedCache } from "../../cache.js";
 import { LlamapegError } from "../../errors.js";
-import { checkSchemaDepth, compileJsonSchema, type JsonWhitespace } from "../../json-schema/index.js";
+import { checkSchemaDepth, compileJsonSchema, type JsonWhitespace, type PropertyOrder } from "../../json-schema/index.js";
 import type { TemplateAnalysisOverrides } from "../analysis/types.js";
 import { parseChatMessages, type ChatMessage } from "../messages.js";
 import type { ChatTool } from "../tools.js";
@@ -75,6 +75,13 @@ export interface ApplyChatRequest {
    * between tokens. `reference_mode` is always "flexible". The parser reads any whitespace.
    */
   json_whitespace?: JsonWhitespace;
+  /**
+   * llamapeg: where the grammar lets an object's declared properties stand (tool arguments,
+   * `response_format` schemas): "declared" (default: the schema's order, each optional one where
+   * it stands, so fast-forward forces the names) or "any" (docs/json-schema.md, "Property order").
+   * `reference_mode` is always "declared" (llama.cpp's own order). The parser reads any order.
+   */
+  json_property_order?: PropertyOrder;
 }
 
 /** The request after validation. */
@@ -106,6 +113,8 @@ export interface NormalizedApplyRequest {
   referenceMode: boolean;
   /** See `json_whitespace`: "flexible" whenever `referenceMode`. */
   jsonWhitespace: JsonWhitespace;
+  /** See `json_property_order`: "declared" whenever `referenceMode`. */
+  propertyOrder: PropertyOrder;
 }
 
 const ROLES = new Set(["system", "developer", "user", "assistant", "tool"]);
@@ -290,6 +299,8 @@ export function normalizeApplyRequest(request: ApplyChatRequest, rules: RequestR
   const referenceMode = optBool(req, "reference_mode") ?? false;
   const whitespace = req.json_whitespace ?? "canonical";
   if (whitespace !== "canonical" && whitespace !== "flexible") invalid(`json_whitespace must be "canonical" or "flexible", got ${JSON.stringify(whitespace)}`, "json_whitespace");
+  const propertyOrder = req.json_property_order ?? "declared";
+  if (propertyOrder !== "declared" && propertyOrder !== "any") invalid(`json_property_order must be "declared" or "any", got ${JSON.stringify(propertyOrder)}`, "json_property_order");
   const jsonSchema = compiles(schema, jsonSchemaWhere, referenceMode);
   if (tools !== null && tools.length > 0 && toolChoice !== "none" && grammar !== "") {
     invalid('a grammar cannot be combined with tools (the tool-call grammar is generated); drop `grammar` or set tool_choice to "none"', "grammar");
@@ -305,6 +316,7 @@ export function normalizeApplyRequest(request: ApplyChatRequest, rules: RequestR
     callsOnly: optBool(req, "calls_only") ?? true,
     referenceMode,
     jsonWhitespace: referenceMode ? "flexible" : whitespace,
+    propertyOrder: referenceMode ? "declared" : propertyOrder,
     parallelToolCalls: optBool(req, "parallel_tool_calls") ?? false,
     jsonSchema,
     jsonSchemaWhere,

@@ -57,6 +57,17 @@ describe("completion plans", () => {
     expect(() => plan({ ...named, json_whitespace: "tabs" as never })).toThrow(/json_whitespace/);
   });
 
+  it("json_property_order reaches the plan: declared order by default, any order on request, declared in reference_mode", () => {
+    const move = [{ type: "function" as const, function: { name: "move", parameters: { type: "object", properties: { x: { type: "integer" }, y: { type: "integer" } }, required: ["x", "y"] } } }];
+    const named = { tools: move, tool_choice: { type: "function" as const, function: { name: "move" } } };
+    // any order: one rule per set of properties written (emit.ts anyOrderObject), none in declared order
+    const stateRule = /^\S+-o\d+w? ::= /m;
+    expect(plan(named).grammar!.gbnf).not.toMatch(stateRule);
+    expect(plan({ ...named, json_property_order: "any" }).grammar!.gbnf).toMatch(stateRule);
+    expect(plan({ ...named, json_property_order: "any", reference_mode: true }).grammar!.gbnf).not.toMatch(stateRule);
+    expect(() => plan({ ...named, json_property_order: "sorted" as never })).toThrow(/json_property_order/);
+  });
+
   it("auto: the reference's lazy grammar and trigger; a plain answer parses as content without errors", () => {
     const p = plan({ tools });
     expect(p.grammar!.lazy).toBe(true);
