@@ -14,6 +14,14 @@ type ObjectNode = Extract<SchemaNode, { kind: "object" }>;
 const MAX_ANY_ORDER = 6;
 /** Past MAX_ANY_ORDER, most required properties `propertyOrder: "any"` tracks (2^r states). */
 const MAX_ANY_REQUIRED = 6;
+/** Most rules counting a closed object's members may take there (members x states of the required ones). */
+const MAX_COUNTED_STATES = 1024;
+
+function popCount(x: number): number {
+  let n = 0;
+  for (; x !== 0; x &= x - 1) n++;
+  return n;
+}
 import { DefaultNormalizer } from "./normalize-default.js";
 import { dfaStringRule, dfaTextRule, jsonStringLiteral } from "./regex-gbnf.js";
 import { LengthsBesidePattern, regexStringRule } from "./regex-gbnf.js";
@@ -303,7 +311,8 @@ export class Emitter {
    * tracked (2^n rules), so one may be written twice: JSON.parse and Python's json keep the last,
    * and each value is checked against its own schema. Past MAX_ANY_REQUIRED required ones (2^r
    * rules), those keep one order, the declared one or that of `required`, and the others go
-   * anywhere (docs/json-schema.md).
+   * anywhere. A closed object also counts its members, at most as many as it declares, where that
+   * takes at most MAX_COUNTED_STATES rules: a model cannot write keys forever (docs/json-schema.md).
    */
   private anyOrderLargeObject(kv: string[], required: number[], extra: string | null, name: string): string {
     const base = sanitizeRuleName(name === "" ? "root" : name);
@@ -311,38 +320,63 @@ export class Emitter {
     const optional = kv.filter((_, i) => !isRequired.has(i));
     if (extra !== null) optional.push(extra);
     const r = required.length;
+    // the required ones written: a set (bit mask over `required`), or a count along one of two orders
     const declared = [...required].sort((a, b) => a - b);
     const orders = r <= MAX_ANY_REQUIRED ? [] : declared.every((x, i) => x === required[i]) ? [declared] : [declared, required];
+    const tracker =
+      orders.length === 0
+        ? {
+            states: 1 << r,
+            starts: [0],
+            next: (mask: number): Array<[string, number]> => required.map((x, j) => [kv[x]!, mask | (1 << j)]),
+            left: (mask: number): number => r - popCount(mask),
+            name: (mask: number): string => String(mask),
+          }
+        : {
+            states: orders.length * (r + 1),
+            starts: orders.map((_, o) => o * (r + 1)),
+            next: (id: number): Array<[string, number]> => {
+              const i = id % (r + 1);
+              return i < r ? [[kv[orders[Math.floor(id / (r + 1))]![i]!]!, id + 1]] : [];
+            },
+            left: (id: number): number => r - (id % (r + 1)),
+            name: (id: number): string => `${id < r + 1 ? "d" : "r"}${id % (r + 1)}`,
+          };
+    const cap = extra === null && kv.length * tracker.states <= MAX_COUNTED_STATES ? kv.length : Infinity;
     for (let k = 0; ; k++) {
       const prefix = `${base}-u${k === 0 ? "" : `${k}-`}`;
       const bodies = new Map<string, string>();
       const opt = optional.length === 0 ? null : `${prefix}opt`;
       if (opt !== null) bodies.set(opt, optional.join(" | "));
-      // states after something was written: `next` is each required member that may come, with
-      // the state it leads to; `done` whether the object may end there
-      const state = (id: string, next: Array<[string, string]>, done: boolean): void => {
-        const alts: string[] = [];
-        if (opt !== null) alts.push(`"," space ${opt} ${id}`);
-        for (const [member, to] of next) alts.push(`"," space ${member} ${to}`);
-        if (done) alts.push('""');
-        bodies.set(id, alts.join(" | "));
+      // the state after `count` members (uncounted: 0), from which the required ones can still come
+      const stateName = (count: number, t: number): string => `${prefix}${cap === Infinity ? "" : `${count}-`}${tracker.name(t)}`;
+      const moves = (count: number, t: number): Array<[string, string]> => {
+        if (count >= cap) return [];
+        const to = cap === Infinity ? 0 : count + 1;
+        const out: Array<[string, number]> = opt === null ? [] : [[opt, t]];
+        out.push(...tracker.next(t));
+        return out.filter(([, t2]) => tracker.left(t2) <= cap - to).map(([member, t2]) => [member, stateName(to, t2)]);
       };
-      const firsts: string[] = [];
-      if (orders.length === 0) {
-        // the set of required ones written: a bit mask over `required`
-        const all = (1 << r) - 1;
-        const more = (mask: number): string => `${prefix}${mask}`;
-        for (let mask = 0; mask <= all; mask++) state(more(mask), required.map((x, j) => [kv[x]!, more(mask | (1 << j))]), mask === all);
-        if (opt !== null) firsts.push(`${opt} ${more(0)}`);
-        required.forEach((x, j) => firsts.push(`${kv[x]} ${more(1 << j)}`));
-      } else {
-        // how many of the required ones were written, in one of the orders
-        orders.forEach((order, o) => {
-          const at = (i: number): string => `${prefix}${o === 0 ? "d" : "r"}${i}`;
-          for (let i = 0; i <= r; i++) state(at(i), i < r ? [[kv[order[i]!]!, at(i + 1)]] : [], i === r);
-          if (opt !== null) firsts.push(`${opt} ${at(0)}`);
-          firsts.push(`${kv[order[0]!]} ${at(1)}`);
-        });
+      // from the start, the first member; then the states it reaches, each offering ", " and a
+      // member, or the end once the required ones are in
+      const steps = (count: number, t: number): Array<[number, number]> => {
+        if (count >= cap) return [];
+        const to = cap === Infinity ? 0 : count + 1;
+        const targets = opt === null ? tracker.next(t).map(([, t2]) => t2) : [t, ...tracker.next(t).map(([, t2]) => t2)];
+        return targets.filter((t2) => tracker.left(t2) <= cap - to).map((t2) => [to, t2]);
+      };
+      const firsts = tracker.starts.flatMap((t) => moves(0, t).map(([member, state]) => `${member} ${state}`));
+      const work = tracker.starts.flatMap((t) => steps(0, t));
+      const seen = new Set<string>();
+      for (let item = work.pop(); item !== undefined; item = work.pop()) {
+        const [count, t] = item;
+        const id = stateName(count, t);
+        if (seen.has(id)) continue;
+        seen.add(id);
+        const alts = moves(count, t).map(([member, state]) => `"," space ${member} ${state}`);
+        if (tracker.left(t) === 0) alts.push('""');
+        bodies.set(id, alts.join(" | "));
+        work.push(...steps(count, t));
       }
       bodies.set(`${prefix}first`, [...new Set(firsts)].join(" | "));
       // the state rules name each other: a prefix none of them clashes under

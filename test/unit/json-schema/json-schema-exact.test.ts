@@ -468,6 +468,15 @@ describe("propertyOrder: \"any\" past 6 properties: any order, required ones tra
     expect(validate(JSON.parse('{"a": 1, "b": "x", "e": 2, "b": "y"}'))).toBe(true);
   });
 
+  it("a closed object takes at most as many members as it declares: a model cannot write keys forever", () => {
+    const eight = '{"a": 1, "e": 2, "b": "x", "b": "y", "b": "z", "c": "", "d": "", "f": ""}';
+    expect(m.matches(eight)).toBe(true);
+    expect(m.matches(eight.replace("}", ', "g": ""}'))).toBe(false);
+    // with other keys allowed there is no bound, as for an array without maxItems
+    const open = new GbnfMatcher(compileJsonSchema({ ...schema, additionalProperties: true }, { propertyOrder: "any" }).gbnf);
+    expect(open.matches(eight.replace("}", ', "g": "", "z": 1, "b": "w"}'))).toBe(true);
+  });
+
   it("accepted => valid (ajv), JSON.parse's reading of repeated keys", () => {
     const leaf = fc.oneof(fc.integer({ min: -3, max: 3 }), fc.string({ maxLength: 4 }));
     const member = fc.tuple(fc.constantFrom(..."abcdefghz"), leaf);
