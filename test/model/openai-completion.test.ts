@@ -132,6 +132,32 @@ describe("createChatCompletion", () => {
     }
   });
 
+  it("json_property_order any: a 9-property tool's calls end, valid, in the model's own orders (a closed object's members are counted)", async () => {
+    const properties: Record<string, unknown> = {};
+    for (const k of "abcdefghi") properties[k] = k < "e" ? { type: "integer", minimum: 0, maximum: 99 } : { type: "string", maxLength: 4 };
+    const parameters = { type: "object", properties, required: ["g", "a", "b", "c", "d", "e", "f"], additionalProperties: false };
+    const orders = new Set<string>();
+    for (let seed = 1; seed <= 3; seed++) {
+      const c = await createChatCompletion(context, {
+        messages: user,
+        tools: [{ type: "function", function: { name: "fill", parameters } }],
+        tool_choice: { type: "function", function: { name: "fill" } },
+        json_property_order: "any",
+        seed,
+        temperature: 1,
+        max_tokens: 200,
+      });
+      // without the member count the random model wrote optional keys until max_tokens
+      expect(c.choices[0].finish_reason).toBe("tool_calls");
+      const call = c.choices[0].message.tool_calls![0]!;
+      const args = JSON.parse(call.function.arguments) as Record<string, unknown>;
+      expect(validateJson(args, parameters)).toEqual([]);
+      orders.add(Object.keys(args).join(""));
+    }
+    // the declared order would give "abcdefg" plus optional ones in place; the model chose others
+    expect([...orders].some((o) => !/^a?b?c?d?e?f?g?h?i?$/.test(o))).toBe(true);
+  });
+
   it("tools + response schema: every result is a valid tool call or schema-valid JSON", async () => {
     const schema = { type: "object", properties: { answer: { enum: ["a", "b"] } }, required: ["answer"], additionalProperties: false };
     const kinds = { call: 0, json: 0, cut: 0 };
