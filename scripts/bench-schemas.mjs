@@ -12,6 +12,8 @@
 //   node scripts/bench-schemas.mjs --corpus DIR [--every N] [--limit N] [--compilers a,b]
 //        [--no-mask-times] [--fresh] [--json] [--out FILE] [--list-failures N] [--timeout-ms N] [--slowest N]
 //        [--slow-masks-us N]   what the masks of at least N µs did (the mask engine's counters), summed
+//        [--no-shared-entries]  no mask entries shared between schemas (each grammar measured cold)
+//        [--slow-masks-out FILE]  those masks one by one, as JSON (schema file, token index, counters)
 import { spawn } from "node:child_process";
 import { readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
@@ -40,6 +42,9 @@ const timeMasks = !args.includes("--no-mask-times");
 // generation's state (and as llguidance shares a compiled grammar between matchers)
 const fresh = args.includes("--fresh");
 const slowMaskUs = Number(opt("slow-masks-us", "0"));
+// the model's table of mask entries shared between grammars (native/grammar/shared-entries.h) is on
+// in the addon; --no-shared-entries measures every schema as if it were the first
+const sharedEntries = !args.includes("--no-shared-entries");
 const slowMasks = [];
 const listFailures = Number(opt("list-failures", "0"));
 const vocab = join(root, "vendor", "llama.cpp", "models", "ggml-vocab-llama-bpe.gguf");
@@ -278,7 +283,7 @@ for (const file of files) {
     const compileMs = performance.now() - t0;
     let res;
     try {
-      res = await program.call("schema.check", { path: vocab, gbnf, instances: instances.map((x) => x.text), timeMask: timeMasks && c === compilers[0], fresh, ...(slowMaskUs > 0 ? { slowMaskUs } : {}) });
+      res = await program.call("schema.check", { path: vocab, gbnf, instances: instances.map((x) => x.text), timeMask: timeMasks && c === compilers[0], fresh, sharedEntries, ...(slowMaskUs > 0 ? { slowMaskUs } : {}) });
     } catch (e) {
       res = { invalid: e.message };
     }
@@ -372,10 +377,12 @@ if (args.includes("--json")) {
       const ms = slowMasks.filter(is);
       if (ms.length === 0) continue;
       const mean = (k) => (ms.reduce((a, m) => a + m[k], 0) / ms.length).toFixed(0);
-      console.log(`  ${kind}: ${ms.length} masks, mean ${mean("us")} µs, entries ${mean("entries")}, entry nodes ${mean("entryNodes")}, runtime nodes ${mean("runtimeNodes")}, continuations ${mean("continuations")}, memo hits ${mean("memoHits")}, stubs ${mean("stubs")}, one-frame entries ${mean("shallowEntries")} (nodes ${mean("shallowNodes")})`);
+      console.log(`  ${kind}: ${ms.length} masks, mean ${mean("us")} µs, entries ${mean("entries")}, entry nodes ${mean("entryNodes")}, runtime nodes ${mean("runtimeNodes")}, continuations ${mean("continuations")}, memo hits ${mean("memoHits")}, stubs ${mean("stubs")}, shared hits ${mean("sharedHits")}, one-frame entries ${mean("shallowEntries")} (nodes ${mean("shallowNodes")})`);
     }
     const byFile = new Map();
     for (const m of slowMasks) byFile.set(m.file, (byFile.get(m.file) ?? 0) + 1);
+    const slowOut = opt("slow-masks-out");
+    if (slowOut) writeFileSync(slowOut, JSON.stringify(slowMasks));
     console.log(`  most in: ${[...byFile.entries()].sort((a, b) => b[1] - a[1]).slice(0, 8).map(([f, n]) => `${f} ${n}`).join(", ")}`);
   }
   console.log(`\nload ${loadavg().map((x) => x.toFixed(2)).join(" ")} (provisional on a shared machine)`);

@@ -145,7 +145,7 @@ bool GrammarState::EnsureIndex(Failure* error) {
   auto t0 = std::chrono::steady_clock::now();
   classes_ = std::make_unique<PositionClasses>(grammar_->rules);
   stats_.classesMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  mask_ = std::make_unique<MaskEngine>(index_, engine_.get(), classes_.get());
+  mask_ = std::make_unique<MaskEngine>(index_, engine_.get(), classes_.get(), holder_->Shared());
   return true;
 }
 
@@ -429,7 +429,7 @@ std::string GrammarState::ForcedBytes(size_t maxBytes) {
 
 void GrammarState::MaybeReset() {
   if (mask_ && mask_->MemoryBytes() > kCacheBudget) {
-    mask_ = std::make_unique<MaskEngine>(index_, engine_.get(), classes_.get());
+    mask_ = std::make_unique<MaskEngine>(index_, engine_.get(), classes_.get(), holder_->Shared());
     stats_.resets++;
   }
   if (engine_->MemoryBytes() <= kEngineBudget) return;

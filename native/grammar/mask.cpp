@@ -17,8 +17,9 @@ size_t MaskEngine::MemoKeyHash::operator()(const std::pair<const Entry*, SetId>&
   return static_cast<size_t>(Mix64(reinterpret_cast<uintptr_t>(k.first) ^ (static_cast<uint64_t>(k.second) << 1)));
 }
 
-MaskEngine::MaskEngine(std::shared_ptr<const VocabIndex> vocab, StackEngine* engine, const PositionClasses* positions)
-    : vocab_(std::move(vocab)), engine_(engine), positions_(positions) {
+MaskEngine::MaskEngine(std::shared_ptr<const VocabIndex> vocab, StackEngine* engine, const PositionClasses* positions,
+                       std::shared_ptr<SharedEntries> shared)
+    : vocab_(std::move(vocab)), engine_(engine), positions_(positions), shared_(std::move(shared)) {
   frames_.resize(static_cast<size_t>(vocab_->maxDepth) + 2);
   scratch_.Resize(vocab_->nVocab);
 }
@@ -233,7 +234,7 @@ bool MaskEngine::Walk(uint32_t root, SetId set, Utf8Walk utf8, TokenBits* out, s
   return true;
 }
 
-MaskEngine::Entry* MaskEngine::Build(const Key& key, bool allowStub) {
+const MaskEngine::Entry* MaskEngine::Build(const Key& key, bool allowStub) {
   auto t0 = std::chrono::steady_clock::now();
   auto entry = std::make_unique<Entry>();
   StackId local = StackEngine::kBottom;
@@ -255,14 +256,14 @@ MaskEngine::Entry* MaskEngine::Build(const Key& key, bool allowStub) {
     stats_.entryNodes += visited;
     stats_.stubs++;
     if (key.n == 1) stats_.shallowNodes += visited;
-    Entry* raw = stub.get();
+    const Entry* raw = stub.get();
     entries_[key] = std::move(stub);
     return raw;
   }
   return Store(key, std::move(entry), tops, visited, t0);
 }
 
-MaskEngine::Entry* MaskEngine::Derive(const Entry& parent, const Key& key) {
+const MaskEngine::Entry* MaskEngine::Derive(const Entry& parent, const Key& key) {
   auto t0 = std::chrono::steady_clock::now();
   auto entry = std::make_unique<Entry>();
   scratch_.Clear();
@@ -288,7 +289,7 @@ MaskEngine::Entry* MaskEngine::Derive(const Entry& parent, const Key& key) {
   return Store(key, std::move(entry), tops, visited, t0);
 }
 
-MaskEngine::Entry* MaskEngine::Store(const Key& key, std::unique_ptr<Entry> entry, const TokenTops& topsIn, uint64_t visited,
+const MaskEngine::Entry* MaskEngine::Store(const Key& key, std::unique_ptr<Entry> entry, const TokenTops& topsIn, uint64_t visited,
                                      std::chrono::steady_clock::time_point t0) {
   int32_t count = scratch_.Count();
   if (static_cast<int64_t>(count) * 32 > vocab_->nVocab) {
@@ -321,9 +322,65 @@ MaskEngine::Entry* MaskEngine::Store(const Key& key, std::unique_ptr<Entry> entr
 
 
   stats_.entryMs += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  Entry* raw = entry.get();
+  const Entry* raw = entry.get();
   entries_[key] = std::move(entry);  // replaces a stub the key had
   return raw;
+}
+
+bool MaskEngine::SharedKey(const Key& key, std::string* out) {
+  const llama_grammar_rules& rules = engine_->rules();
+  out->clear();
+  sharedRuleIds_.clear();
+  sharedRules_.clear();
+  size_t budget = SharedEntries::kMaxKeyElements;
+  auto put = [&](uint32_t x) { out->append(reinterpret_cast<const char*>(&x), sizeof x); };
+  auto emit = [&](const Elem& e) {
+    if (budget-- == 0) return false;
+    put(static_cast<uint32_t>(e.type));
+    if (e.type != LLAMA_GRETYPE_RULE_REF) {
+      put(e.value);
+      return true;
+    }
+    auto [it, fresh] = sharedRuleIds_.emplace(e.value, static_cast<uint32_t>(sharedRules_.size()));
+    if (fresh) sharedRules_.push_back(e.value);
+    put(it->second);
+    return true;
+  };
+  put(static_cast<uint32_t>(key.n));
+  // each frame: the rest of its alternative (where it ends, END or ALT alike)
+  for (int i = 0; i < key.n; i++) {
+    const Elem* p = key.frames[i];
+    for (; !IsEndOfSequence(p); p++) {
+      if (!emit(*p)) return false;
+    }
+    put(LLAMA_GRETYPE_END);
+  }
+  // then every rule reached, whole, in the order met
+  for (size_t k = 0; k < sharedRules_.size(); k++) {
+    if (sharedRules_[k] >= rules.size()) return false;
+    for (const Elem& e : rules[sharedRules_[k]]) {
+      if (!emit(e)) return false;
+    }
+  }
+  return true;
+}
+
+const MaskEngine::Entry* MaskEngine::Obtain(const Key& key, const Entry* parent, bool allowStub) {
+  std::string canonical;
+  const bool share = shared_ != nullptr && SharedKey(key, &canonical);
+  if (share) {
+    std::shared_ptr<const Entry> found = shared_->Find(canonical);
+    if (found != nullptr && (!found->stub || allowStub)) {
+      stats_.sharedHits++;
+      entryBytes_ += sizeof(Key) + 64;
+      const Entry* raw = found.get();
+      entries_[key] = std::move(found);
+      return raw;
+    }
+  }
+  const Entry* e = parent == nullptr || parent->stub ? Build(key, allowStub) : Derive(*parent, key);
+  if (e != nullptr && share) shared_->Put(canonical, entries_.at(key));
+  return e;
 }
 
 const MaskEngine::Entry* MaskEngine::EntryFor(StackId s, StackId* below, bool keepStubs) {
@@ -338,7 +395,7 @@ const MaskEngine::Entry* MaskEngine::EntryFor(StackId s, StackId* below, bool ke
   }
   auto canDeepen = [&]() { return (keepStubs || at != StackEngine::kEmpty) && key.n < kMaxKeyFrames; };
   auto it = entries_.find(key);
-  const Entry* e = it != entries_.end() ? it->second.get() : Build(key, canDeepen());
+  const Entry* e = it != entries_.end() ? it->second.get() : Obtain(key, nullptr, canDeepen());
   if (e == nullptr) return nullptr;
   // A position that keeps reaching its context is looked up with one more frame of it.
   while (e->deeper && at != StackEngine::kEmpty && key.n < kMaxKeyFrames) {
@@ -348,15 +405,11 @@ const MaskEngine::Entry* MaskEngine::EntryFor(StackId s, StackId* below, bool ke
     at = engine_->Parent(at);
     it = entries_.find(key);
     const Entry* parent = e;
-    if (it != entries_.end()) {
-      e = it->second.get();
-    } else {
-      e = parent->stub ? Build(key, canDeepen()) : Derive(*parent, key);
-    }
+    e = it != entries_.end() ? it->second.get() : Obtain(key, parent, canDeepen());
     if (e == nullptr) return nullptr;
   }
   // A stub where the stack ends: this key is needed whole after all.
-  if (e->stub && !keepStubs) e = Build(key, false);
+  if (e->stub && !keepStubs) e = Obtain(key, nullptr, false);
   *below = at;
   return e;
 }
@@ -375,6 +428,15 @@ MaskEngine::Result MaskEngine::Compute(SetId set, Utf8Walk carried, TokenBits* o
     if (!Walk(0, set, carried, out, nullptr, &tops, &visited)) return Result::kError;
   } else {
     std::vector<StackId> stacks(engine_->SetBegin(set), engine_->SetEnd(set));
+    // Stacks of one set often share an entry (positions of one class, one shared piece) and
+    // sometimes its context too: each is added to the mask once.
+    applied_.clear();
+    auto firstTime = [&](const Entry* e, SetId context) {
+      const std::pair<const Entry*, SetId> k{e, context};
+      if (std::find(applied_.begin(), applied_.end(), k) != applied_.end()) return false;
+      applied_.push_back(k);
+      return true;
+    };
     for (StackId s : stacks) {
       if (s == StackEngine::kEmpty) continue;
       const Elem* top = engine_->Top(s);
@@ -387,12 +449,15 @@ MaskEngine::Result MaskEngine::Compute(SetId set, Utf8Walk carried, TokenBits* o
       const Entry* e = EntryFor(s, &below);
       if (e == nullptr) return Result::kError;
       if (e->tokenNot) return Result::kFallback;
-      if (!e->bits.empty()) {
-        out->Or(e->bits);
-      } else {
-        for (llama_token t : e->accepted) out->Set(t);
+      // (applied_ is scanned linearly: past a few dozen distinct pairs the duplicates are added again)
+      if (applied_.size() > kMaxApplied || firstTime(e, StackEngine::kDead)) {
+        if (!e->bits.empty()) {
+          out->Or(e->bits);
+        } else {
+          for (llama_token t : e->accepted) out->Set(t);
+        }
+        tops.ids.insert(tops.ids.end(), e->byId.begin(), e->byId.end());
       }
-      tops.ids.insert(tops.ids.end(), e->byId.begin(), e->byId.end());
       if (below == StackEngine::kEmpty || e->continuations.empty()) continue;
       const std::vector<StackId>* adv = engine_->Advance(below);
       if (adv == nullptr) return Result::kError;
@@ -400,6 +465,7 @@ MaskEngine::Result MaskEngine::Compute(SetId set, Utf8Walk carried, TokenBits* o
       SetId contextSet = engine_->InternSet(&context);
       if (engine_->failed()) return Result::kError;
       if (contextSet == StackEngine::kDead) continue;
+      if (applied_.size() <= kMaxApplied && !firstTime(e, contextSet)) continue;
       if (e->continuations.size() < kMemoContinuations) {
         for (uint32_t node : e->continuations) {
           stats_.continuations++;

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "positions.h"
+#include "shared-entries.h"
 #include "stacks.h"
 #include "token-bits.h"
 #include "vocab-index.h"
@@ -32,6 +33,7 @@ struct MaskStats {
   uint64_t runtimeNodes = 0;    // trie nodes visited at run time (continuations, partial starts)
   uint64_t continuations = 0;   // subtree walks into a context
   uint64_t memoHits = 0;        // an entry's continuations into a context answered from the memo
+  uint64_t sharedHits = 0;      // entries taken from another grammar's (shared-entries.h)
   double entryMs = 0;           // time spent building entries
 };
 
@@ -39,7 +41,9 @@ class MaskEngine {
  public:
   enum class Result { kOk, kFallback, kError };
 
-  MaskEngine(std::shared_ptr<const VocabIndex> vocab, StackEngine* engine, const PositionClasses* positions);
+  // `shared`: the model's table of entries shared between grammars (nullptr: none).
+  MaskEngine(std::shared_ptr<const VocabIndex> vocab, StackEngine* engine, const PositionClasses* positions,
+             std::shared_ptr<SharedEntries> shared = nullptr);
 
   // Admitted trie tokens of the state (stack set + the partial character carried from the last
   // token) into *out (cleared first). TOKEN ids met are appended to *byId. kFallback: the state
@@ -67,15 +71,7 @@ class MaskEngine {
   static constexpr size_t kDeepenAt = 256;
 
  private:
-  struct Entry {
-    std::vector<llama_token> accepted;  // sorted; or:
-    std::vector<uint64_t> bits;         // when many are accepted
-    std::vector<uint32_t> continuations;
-    std::vector<llama_token> byId;
-    bool tokenNot = false;
-    bool deeper = false;  // too many continuations: look up the key one frame deeper
-    bool stub = false;    // deeper, found early: the walk stopped there, nothing else is filled in
-  };
+  using Entry = MaskEntry;
   // The top frames of a stack, compared by position class (positions.h); `frames` are the
   // elements of the first stack seen with this key, the ones an entry is built from.
   struct Key {
@@ -95,14 +91,19 @@ class MaskEngine {
   // `keepStubs`: a stub may be returned even where the stack ends (the eager warm-up goes on
   // below it itself).
   const Entry* EntryFor(StackId s, StackId* below, bool keepStubs = false);
+  // The entry of `key` not yet in this engine: from the shared table, or built (from `parent`,
+  // the entry one frame shallower, where it is whole) and offered to the table.
+  const Entry* Obtain(const Key& key, const Entry* parent, bool allowStub);
+  // The key written out canonically (shared-entries.h); false when it reaches too large a grammar.
+  bool SharedKey(const Key& key, std::string* out);
   // The entry of `key` by a walk of the whole trie. `allowStub`: stop as soon as the walk reaches
   // the context at more than kDeepenAt nodes, leaving a stub (the deeper key is then walked
   // instead of derived, one walk in place of two).
-  Entry* Build(const Key& key, bool allowStub);
+  const Entry* Build(const Key& key, bool allowStub);
   // The entry of `key` (one frame more than `parent`'s key) from the parent's: its tokens, plus
   // what its continuations admit when the next frame down is the context.
-  Entry* Derive(const Entry& parent, const Key& key);
-  Entry* Store(const Key& key, std::unique_ptr<Entry> entry, const TokenTops& tops, uint64_t visited,
+  const Entry* Derive(const Entry& parent, const Key& key);
+  const Entry* Store(const Key& key, std::unique_ptr<Entry> entry, const TokenTops& tops, uint64_t visited,
                std::chrono::steady_clock::time_point t0);
   // Walks the subtree under `root` from state (set, utf8): marks admitted tokens in `out` (or,
   // with `list`, appends them there instead), reports bottom nodes into `bottoms` and TOKEN tops
@@ -114,7 +115,10 @@ class MaskEngine {
   std::shared_ptr<const VocabIndex> vocab_;
   StackEngine* engine_;
   const PositionClasses* positions_;
-  std::unordered_map<Key, std::unique_ptr<Entry>, KeyHash> entries_;
+  std::unordered_map<Key, std::shared_ptr<const Entry>, KeyHash> entries_;
+  std::shared_ptr<SharedEntries> shared_;
+  std::unordered_map<uint32_t, uint32_t> sharedRuleIds_;  // SharedKey's scratch
+  std::vector<uint32_t> sharedRules_;
   size_t entryBytes_ = 0;
   // What an entry's continuations admit when the context is a given set: a set with many stacks
   // (after a member of an object with hundreds of optional properties, one stack per property
@@ -139,6 +143,9 @@ class MaskEngine {
     Utf8Walk utf8;
   };
   std::vector<WalkFrame> frames_;
+  // (entry, context) pairs one Compute has added (kDead: the entry's own tokens)
+  static constexpr size_t kMaxApplied = 64;
+  std::vector<std::pair<const Entry*, SetId>> applied_;
   // Per set: the set most ASCII characters step it to (itself where it loops), and the
   // characters that do (bit c of lo/hi as in VocabIndex::Bytes; bit 0: every code point >= 0x80
   // does too). kDead where no character steps it. Found on first use.

@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "grammar-pool.h"
+#include "shared-entries.h"
 #include "llama-vocab.h"  // the same cached pieces llama_grammar_apply_impl reads
 
 namespace lp::grammar {
@@ -182,6 +183,19 @@ std::shared_ptr<GrammarPool> VocabIndexHolder::Pool() {
   std::lock_guard<std::mutex> lock(mu_);
   if (!pool_) pool_ = std::make_shared<GrammarPool>();
   return pool_;
+}
+
+std::shared_ptr<SharedEntries> VocabIndexHolder::Shared() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!sharing_) return nullptr;
+  if (!shared_) shared_ = std::make_shared<SharedEntries>();
+  return shared_;
+}
+
+void VocabIndexHolder::SetSharing(bool on) {
+  std::lock_guard<std::mutex> lock(mu_);
+  sharing_ = on;
+  if (!on) shared_.reset();
 }
 
 std::shared_ptr<const VocabIndex> VocabIndexHolder::Get(const llama_vocab* vocab) {

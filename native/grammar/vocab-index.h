@@ -61,6 +61,7 @@ class VocabIndex {
 };
 
 class GrammarPool;
+class SharedEntries;
 
 // Lazily built, shared by every sampler of one model (lives in ModelCore).
 class VocabIndexHolder {
@@ -68,11 +69,17 @@ class VocabIndexHolder {
   std::shared_ptr<const VocabIndex> Get(const llama_vocab* vocab);
   // The model's pool of finished grammar states (grammar-pool.h); samplers keep it alive.
   std::shared_ptr<GrammarPool> Pool();
+  // The model's mask entries shared between grammars (shared-entries.h); nullptr when sharing is
+  // off (SetSharing: benchmarks that measure every grammar cold).
+  std::shared_ptr<SharedEntries> Shared();
+  void SetSharing(bool on);
 
  private:
   std::mutex mu_;
   std::shared_ptr<const VocabIndex> index_;
   std::shared_ptr<GrammarPool> pool_;
+  std::shared_ptr<SharedEntries> shared_;
+  bool sharing_ = true;
 };
 
 }  // namespace lp::grammar

@@ -275,7 +275,7 @@ json CmdMaskDiff(const json& req) {
   const bool reuse = req.value("reuse", false);
   std::unique_ptr<GrammarState> kept;
   Compare cmp;
-  uint64_t acceptMismatch = 0;
+  uint64_t acceptMismatch = 0, sharedHits = 0;
   json pathExample = json::array();
   for (int w = 0; w < walks; w++) {
     Failure f;
@@ -290,6 +290,8 @@ json CmdMaskDiff(const json& req) {
       if (!same) out["mismatch"] = true;
       return out;
     }
+    // entries this state takes from earlier grammars' (shared-entries.h), counted from here
+    const uint64_t sharedBefore = ours->maskStats() != nullptr ? ours->maskStats()->sharedHits : 0;
     if (req.value("warmAll", false) && !ours->Warm(0, &f)) return {{"invalid", f.message}, {"mismatch", true}};
     Canon canonOurs(ours->SyncedLlamaGrammar()->rules), canonRef(ref->rules);
     std::vector<llama_token> path;
@@ -323,10 +325,12 @@ json CmdMaskDiff(const json& req) {
     }
     if (w == 0) pathExample = TokenList(v.vocab, path, 40);
     llama_grammar_free_impl(ref);
+    if (const MaskStats* st = ours->maskStats(); st != nullptr) sharedHits += st->sharedHits >= sharedBefore ? st->sharedHits - sharedBefore : st->sharedHits;
     kept = std::move(ours);
   }
   json out = cmp.Result();
   out["acceptMismatches"] = acceptMismatch;
+  out["sharedHits"] = sharedHits;
   out["examplePath"] = pathExample;
   return out;
 }
@@ -622,6 +626,8 @@ json CmdSchemaCheck(const json& req) {
   const bool fresh = req.value("fresh", false);
   // slowMaskUs > 0: what each mask at least that slow did (the mask engine's counters before and after)
   const double slowMaskUs = req.value("slowMaskUs", 0.0);
+  // sharedEntries false: no mask entries shared with earlier grammars (every schema measured cold)
+  v.holder.SetSharing(req.value("sharedEntries", true));
   const llama_token eos = llama_vocab_eos(v.vocab);
   json results = json::array();
   json maskUs = json::array();
@@ -663,7 +669,8 @@ json CmdSchemaCheck(const json& req) {
                           {"runtimeNodes", a.runtimeNodes - before.runtimeNodes}, {"continuations", a.continuations - before.continuations},
                           {"memoHits", a.memoHits - before.memoHits}, {"stubs", a.stubs - before.stubs},
                           {"shallowEntries", a.shallowEntries - before.shallowEntries}, {"shallowNodes", a.shallowNodes - before.shallowNodes},
-                          {"entryMs", a.entryMs - before.entryMs}, {"token", i}});
+                          {"entryMs", a.entryMs - before.entryMs}, {"sharedHits", a.sharedHits - before.sharedHits},
+                          {"token", i}});
         }
         admitted = bits.Test(t);
       } else {

@@ -36,6 +36,8 @@ interface Tally {
   grammars: number;
   states: number;
   invalid: number;
+  /** cache entries taken from an earlier grammar's: the masks above were checked with them too */
+  sharedHits?: number;
 }
 
 async function diff(vocab: string, g: CorpusGrammar, seed: number, walks: number, steps: number, tally: Tally, warmAll = false, reuse = false): Promise<void> {
@@ -56,6 +58,7 @@ async function diff(vocab: string, g: CorpusGrammar, seed: number, walks: number
   expect(r.states).toBeGreaterThan(0);
   tally.grammars++;
   tally.states += r.states;
+  tally.sharedHits = (tally.sharedHits ?? 0) + (r.sharedHits ?? 0);
 }
 
 function pick<T>(list: T[], every: number, offset: number): T[] {
@@ -70,6 +73,7 @@ describe("mask engine = llama.cpp's grammar (admitted sets, stacks, single check
     for (const [i, g] of plans.entries()) await diff("qwen2", g, 100 + i, FULL ? 4 : 2, FULL ? 16 : 5, tally, i % 3 === 0);
     console.log(`chat plans on qwen2: ${JSON.stringify(tally)}`);
     expect(tally.invalid).toBe(0);
+    expect(tally.sharedHits).toBeGreaterThan(100);
   }, 1_800_000);
 
   for (const [k, vocab] of VOCABS.slice(1).entries()) {
@@ -89,6 +93,8 @@ describe("mask engine = llama.cpp's grammar (admitted sets, stacks, single check
     for (const [i, g] of grammars.entries()) await diff("qwen2", g, 300 + i, FULL ? 4 : 2, FULL ? 16 : 6, tally, i % 2 === 0);
     console.log(`schemas/samples/edges on qwen2: ${JSON.stringify(tally)}`);
     expect(tally.invalid).toBe(0);
+    // the schemas repeat pieces (strings, numbers, separators): many masks used another grammar's entries
+    expect(tally.sharedHits).toBeGreaterThan(100);
   }, 1_800_000);
 
   it("one state reset between walks (the addon's grammar pool) = a fresh llama.cpp grammar each walk", async () => {

@@ -159,6 +159,8 @@ export interface DiffResult {
   stackMismatches: number;
   admitsMismatches: number;
   acceptMismatches: number;
+  /** mask.diff: cache entries taken from earlier grammars' (native/grammar/shared-entries.h) */
+  sharedHits?: number;
   triggerMismatches?: number;
   triggered?: number;
   triggerAt?: number[];
