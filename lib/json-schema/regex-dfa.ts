@@ -281,37 +281,112 @@ export function withLength(d: Dfa, min: number, max: number): Dfa {
  * rules, and equal sub-automata (the tails of two alternatives) become one.
  */
 export function minimize(d: Dfa): Dfa {
-  // edges are compared by their ranges as written (two states whose edges split the same
-  // characters differently stay apart: still correct, at worst less small)
-  // Each edge's ranges as one small id, a state's edges sorted by it once (they are disjoint, so
-  // the order never depends on the classes): a round's signature is then a short list of numbers
-  // (the signatures as range text, sorted every round, were most of a large schema's compile time).
+  // Edges are compared by their ranges as written (two states whose edges split the same
+  // characters differently stay apart: still correct, at worst less small), each edge's ranges as
+  // one small id, a label.
+  // Hopcroft's partition refinement (splitting blocks by the predecessors of a splitter block, the
+  // smaller half of a split queued): O(m log n). Moore's rounds cost states x rounds, and a
+  // counted pattern (`[a-z]{1,255}`, a chain of 255 states) needs a round per state: 20 ms a
+  // minimization. Transitions are partial (a missing edge rejects), so every initial block starts
+  // queued (Valmari and Lehtinen), not all but the largest.
+  const n = d.edges.length;
   const rangeIds = new Map<string, number>();
-  const keyed = d.edges.map((es) =>
-    es
-      .map((e) => {
-        const text = e.ranges.map(([a, b]) => `${a}-${b}`).join(",");
-        let r = rangeIds.get(text);
-        if (r === undefined) rangeIds.set(text, (r = rangeIds.size));
-        return { r, to: e.to };
-      })
-      .sort((x, y) => x.r - y.r),
+  const label = d.edges.map((es) =>
+    es.map((e) => {
+      const text = e.ranges.map(([a, b]) => `${a}-${b}`).join(",");
+      let r = rangeIds.get(text);
+      if (r === undefined) rangeIds.set(text, (r = rangeIds.size));
+      return r;
+    }),
   );
-  let cls: number[] = d.accept.map((a) => (a ? 1 : 0));
-  let count = new Set(cls).size;
-  for (;;) {
-    const ids = new Map<string, number>();
-    const next = keyed.map((es, s) => {
-      let sig = `${cls[s]}`;
-      for (const e of es) sig += `|${e.r}>${cls[e.to]}`;
-      let i = ids.get(sig);
-      if (i === undefined) ids.set(sig, (i = ids.size));
-      return i;
-    });
-    if (ids.size === count) break;
-    cls = next;
-    count = ids.size;
+  // predecessors of each state, with the edge's label (compressed rows)
+  const invStart = new Int32Array(n + 1);
+  for (const es of d.edges) for (const e of es) invStart[e.to + 1]!++;
+  for (let t = 0; t < n; t++) invStart[t + 1]! += invStart[t]!;
+  const invPred = new Int32Array(invStart[n]!);
+  const invLabel = new Int32Array(invStart[n]!);
+  const fill = invStart.slice(0, n);
+  d.edges.forEach((es, p) =>
+    es.forEach((e, k) => {
+      const at = fill[e.to]!++;
+      invPred[at] = p;
+      invLabel[at] = label[p]![k]!;
+    }),
+  );
+  // blocks: elems[first[b] .. end[b]) (marked ones first, up to mid[b]); blockOf, where
+  const elems = new Int32Array(n);
+  const where = new Int32Array(n);
+  const blockOf = new Int32Array(n);
+  const first: number[] = [];
+  const end: number[] = [];
+  const mid: number[] = [];
+  const queued: boolean[] = [];
+  const queue: number[] = [];
+  let k = 0;
+  for (const acc of [true, false]) {
+    const b = first.length;
+    const from = k;
+    for (let s = 0; s < n; s++) {
+      if (d.accept[s] !== acc) continue;
+      elems[k] = s;
+      where[s] = k++;
+      blockOf[s] = b;
+    }
+    if (k === from) continue;
+    first.push(from);
+    end.push(k);
+    mid.push(from);
+    queued.push(true);
+    queue.push(b);
   }
+  const byLabel = new Map<number, number[]>();
+  while (queue.length > 0) {
+    const c = queue.pop()!;
+    queued[c] = false;
+    byLabel.clear();
+    for (let i = first[c]!; i < end[c]!; i++) {
+      const t = elems[i]!;
+      for (let j = invStart[t]!; j < invStart[t + 1]!; j++) {
+        const a = invLabel[j]!;
+        let xs = byLabel.get(a);
+        if (xs === undefined) byLabel.set(a, (xs = []));
+        xs.push(invPred[j]!);
+      }
+    }
+    for (const xs of byLabel.values()) {
+      // one edge per label per state: each predecessor is met once here
+      const touched: number[] = [];
+      for (const p of xs) {
+        const b = blockOf[p]!;
+        if (mid[b] === first[b]) touched.push(b);
+        const at = mid[b]!++;
+        const other = elems[at]!;
+        elems[at] = p;
+        elems[where[p]!] = other;
+        where[other] = where[p]!;
+        where[p] = at;
+      }
+      for (const b of touched) {
+        if (mid[b] === end[b]) {
+          mid[b] = first[b]!;
+          continue;
+        }
+        const nb = first.length;
+        first.push(first[b]!);
+        end.push(mid[b]!);
+        mid.push(first[b]!);
+        first[b] = mid[b]!;
+        for (let i = first[nb]!; i < end[nb]!; i++) blockOf[elems[i]!] = nb;
+        const smaller = end[nb]! - first[nb]! <= end[b]! - first[b]! ? nb : b;
+        queued.push(false);
+        for (const q of queued[b] ? [nb] : [smaller]) {
+          queued[q] = true;
+          queue.push(q);
+        }
+      }
+    }
+  }
+  const cls = Array.from(blockOf);
   // one state per class, edges merged per target class; the start's class first
   const order: number[] = [];
   const num = new Map<number, number>();
