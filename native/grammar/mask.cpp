@@ -4,6 +4,7 @@
 #include <set>
 #include <chrono>
 #include <functional>
+#include <queue>
 
 namespace lp::grammar {
 
@@ -327,39 +328,128 @@ const MaskEngine::Entry* MaskEngine::Store(const Key& key, std::unique_ptr<Entry
   return raw;
 }
 
-bool MaskEngine::SharedKey(const Key& key, std::string* out) {
+void MaskEngine::ComputeMinLengths() {
+  // The fewest characters each rule derives, by rounds from "unknown" down: values above the true
+  // minimum until the rounds settle, so where they do not settle every rule counts 0 (always a
+  // safe lower bound: nothing is then left out of a key).
   const llama_grammar_rules& rules = engine_->rules();
+  constexpr uint32_t kInf = UINT32_MAX / 4;
+  minLen_.assign(rules.size(), kInf);
+  bool settled = false;
+  for (int round = 0; round < kMinLengthRounds && !settled; round++) {
+    settled = true;
+    for (size_t r = 0; r < rules.size(); r++) {
+      uint32_t best = kInf, cur = 0;
+      for (const Elem& e : rules[r]) {
+        if (e.type == LLAMA_GRETYPE_END || e.type == LLAMA_GRETYPE_ALT) {
+          best = std::min(best, cur);
+          cur = 0;
+          continue;
+        }
+        cur = std::min(kInf, cur + ElementCost(e));
+      }
+      if (best < minLen_[r]) {
+        minLen_[r] = best;
+        settled = false;
+      }
+    }
+  }
+  if (!settled) std::fill(minLen_.begin(), minLen_.end(), 0u);
+}
+
+uint32_t MaskEngine::ElementCost(const Elem& e) const {
+  switch (e.type) {
+    case LLAMA_GRETYPE_CHAR:
+    case LLAMA_GRETYPE_CHAR_NOT:
+    case LLAMA_GRETYPE_CHAR_ANY:
+      return 1;  // (its CHAR_ALT / RNG_UPPER parts are the same character)
+    case LLAMA_GRETYPE_RULE_REF:
+      return e.value < minLen_.size() ? minLen_[e.value] : 0;
+    default:
+      return 0;  // TOKEN elements and the rest: counted as nothing (a lower bound)
+  }
+}
+
+bool MaskEngine::SharedKey(const Key& key, std::string* out) {
+  // What a walk can see: at most the longest piece's bytes, so at most that many characters. A
+  // rule entered only after more characters than that (every path to it reads them) cannot change
+  // the entry, and is written as "beyond" in place of its number: the positions of a long counted
+  // repetition (`char{0,1998}`, one rule per count) then share a key wherever more than that is
+  // left. Distances are lower bounds (each rule's fewest characters), and rules are written in the
+  // order of their distance, so each one's is final when it is written.
+  if (!minLenKnown_) {
+    ComputeMinLengths();
+    minLenKnown_ = true;
+  }
+  const llama_grammar_rules& rules = engine_->rules();
+  const uint32_t horizon = static_cast<uint32_t>(vocab_->maxDepth) + 2;
+  constexpr uint32_t kBeyond = 0xFFFFFFFFu;
   out->clear();
   sharedRuleIds_.clear();
   sharedRules_.clear();
+  sharedRuleDist_.clear();
+  // (distance, canonical number) of rules to write, nearest first
+  std::priority_queue<std::pair<uint32_t, uint32_t>, std::vector<std::pair<uint32_t, uint32_t>>, std::greater<>> pending;
   size_t budget = SharedEntries::kMaxKeyElements;
   auto put = [&](uint32_t x) { out->append(reinterpret_cast<const char*>(&x), sizeof x); };
-  auto emit = [&](const Elem& e) {
+  auto emit = [&](const Elem& e, uint32_t at) {
     if (budget-- == 0) return false;
     put(static_cast<uint32_t>(e.type));
     if (e.type != LLAMA_GRETYPE_RULE_REF) {
       put(e.value);
       return true;
     }
+    if (at > horizon || e.value >= rules.size()) {
+      put(kBeyond);
+      return true;
+    }
     auto [it, fresh] = sharedRuleIds_.emplace(e.value, static_cast<uint32_t>(sharedRules_.size()));
-    if (fresh) sharedRules_.push_back(e.value);
+    if (fresh) {
+      sharedRules_.push_back(e.value);
+      sharedRuleDist_.push_back(at);
+      pending.push({at, it->second});
+    } else if (at < sharedRuleDist_[it->second]) {
+      sharedRuleDist_[it->second] = at;
+      pending.push({at, it->second});
+    }
     put(it->second);
     return true;
   };
   put(static_cast<uint32_t>(key.n));
-  // each frame: the rest of its alternative (where it ends, END or ALT alike)
+  // each frame: the rest of its alternative (where it ends, END or ALT alike); a frame reached
+  // only past the horizon is written as "beyond", and so are the ones under it
+  uint32_t at = 0;
   for (int i = 0; i < key.n; i++) {
-    const Elem* p = key.frames[i];
-    for (; !IsEndOfSequence(p); p++) {
-      if (!emit(*p)) return false;
+    if (at > horizon) {
+      put(kBeyond);
+      break;
+    }
+    for (const Elem* p = key.frames[i]; !IsEndOfSequence(p); p++) {
+      if (!emit(*p, at)) return false;
+      at = std::min(kBeyond / 2, at + ElementCost(*p));
     }
     put(LLAMA_GRETYPE_END);
   }
-  // then every rule reached, whole, in the order met
-  for (size_t k = 0; k < sharedRules_.size(); k++) {
-    if (sharedRules_[k] >= rules.size()) return false;
-    for (const Elem& e : rules[sharedRules_[k]]) {
-      if (!emit(e)) return false;
+  // then every rule reached within the horizon, whole, nearest first
+  std::vector<uint8_t> written(0);
+  while (!pending.empty()) {
+    const auto [dist, id] = pending.top();
+    pending.pop();
+    if (id < written.size() && written[id]) continue;
+    if (dist != sharedRuleDist_[id]) continue;  // a nearer entry of it is queued
+    if (written.size() <= id) written.resize(sharedRules_.size(), 0);
+    written[id] = 1;
+    put(kBeyond - 1);  // a rule's start, and its number
+    put(id);
+    uint32_t d = dist;
+    for (const Elem& e : rules[sharedRules_[id]]) {
+      if (e.type == LLAMA_GRETYPE_END || e.type == LLAMA_GRETYPE_ALT) {
+        put(static_cast<uint32_t>(e.type));
+        d = dist;
+        continue;
+      }
+      if (!emit(e, d)) return false;
+      d = std::min(kBeyond / 2, d + ElementCost(e));
     }
   }
   return true;

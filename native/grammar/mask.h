@@ -119,6 +119,13 @@ class MaskEngine {
   std::shared_ptr<SharedEntries> shared_;
   std::unordered_map<uint32_t, uint32_t> sharedRuleIds_;  // SharedKey's scratch
   std::vector<uint32_t> sharedRules_;
+  std::vector<uint32_t> sharedRuleDist_;
+  // The fewest characters each rule derives (SharedKey's distances), found on first use.
+  void ComputeMinLengths();
+  uint32_t ElementCost(const Elem& e) const;
+  static constexpr int kMinLengthRounds = 64;
+  std::vector<uint32_t> minLen_;
+  bool minLenKnown_ = false;
   size_t entryBytes_ = 0;
   // What an entry's continuations admit when the context is a given set: a set with many stacks
   // (after a member of an object with hundreds of optional properties, one stack per property

@@ -36,7 +36,7 @@ struct MaskEntry {
 class SharedEntries {
  public:
   // Canonical keys longer than this many elements are not shared.
-  static constexpr size_t kMaxKeyElements = 512;
+  static constexpr size_t kMaxKeyElements = 1024;
   // Past it the table starts over (entries still in use stay alive with their grammars).
   static constexpr size_t kBudget = 64u << 20;
 

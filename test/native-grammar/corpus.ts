@@ -138,6 +138,27 @@ export function edgeGrammars(): CorpusGrammar[] {
   ];
 }
 
+/**
+ * Long counted repetitions around the longest piece (128 spaces in Llama 3 and Qwen 2): the mask
+ * engine's shared keys (shared-entries.h) leave out what lies further than the longest piece
+ * reaches, so the positions of `[ ]{0,N}` with more than that left share entries and nearer ones
+ * must not (the 128-space token is admitted exactly where 128 more spaces may come). Run one after
+ * another in one program, so the later ones find the earlier ones' entries.
+ */
+export function horizonGrammars(): CorpusGrammar[] {
+  const counts = [200, 140, 131, 130, 129, 128, 127, 126, 120, 64];
+  return [
+    ...counts.map((n) => ({ name: `spaces {0,${n}}`, gbnf: `root ::= [ ]{0,${n}} "x"` })),
+    ...counts.map((n) => ({ name: `spaces {0,${n}} in a rule`, gbnf: `root ::= "<" pad ">"\npad ::= [ ]{0,${n}}` })),
+    { name: "two chains of 70", gbnf: 'root ::= [ ]{0,70} "-"? [ ]{0,70} "x"' },
+    { name: "two chains of 60", gbnf: 'root ::= [ ]{0,60} "-"? [ ]{0,60} "x"' },
+    { name: "a nullable rule between", gbnf: 'root ::= [ ]{0,100} opt [ ]{0,27} "x"\nopt ::= "-" [ ]{0,5} | ""' },
+    { name: "a nullable rule between, one more", gbnf: 'root ::= [ ]{0,100} opt [ ]{0,28} "x"\nopt ::= "-" [ ]{0,5} | ""' },
+    { name: "a rule of one or two characters between", gbnf: 'root ::= [ ]{0,3} dash [ ]{0,125} "x"\ndash ::= "-" "-"?' },
+    { name: "a rule of one or two characters between, one more", gbnf: 'root ::= [ ]{0,3} dash [ ]{0,126} "x"\ndash ::= "-" "-"?' },
+  ];
+}
+
 /** Grammars with TOKEN elements (llama.cpp decides those by id); built for a vocabulary's ids. */
 export function tokenGrammars(ids: { a: number; b: number; c: number }): CorpusGrammar[] {
   return [

@@ -12,6 +12,7 @@ import {
   type CorpusGrammar,
   chatPlanGrammars,
   edgeGrammars,
+  horizonGrammars,
   randomPegGrammars,
   sampleGrammars,
   schemaGrammars,
@@ -114,6 +115,17 @@ describe("mask engine = llama.cpp's grammar (admitted sets, stacks, single check
     // (both sides reject those alike, checked above); enough must remain
     expect(tally.grammars).toBeGreaterThan(grammars.length / 5);
   }, 1_800_000);
+
+  it("long counted repetitions around the longest piece share entries only past its reach, on Llama 3 and Qwen 2", async () => {
+    for (const vocab of ["llama-bpe", "qwen2"]) {
+      const tally: Tally = { grammars: 0, states: 0, invalid: 0 };
+      // a few short steps into each: the first states have N, N-1, ... spaces left
+      for (const [i, g] of horizonGrammars().entries()) await diff(vocab, g, 800 + i, 3, 4, tally);
+      console.log(`horizon on ${vocab}: ${JSON.stringify(tally)}`);
+      expect(tally.invalid).toBe(0);
+      expect(tally.sharedHits).toBeGreaterThan(0);
+    }
+  }, 600_000);
 
   it("TOKEN elements (llama.cpp decides them by id), on Qwen 2 and Phi-3", async () => {
     const tally: Tally = { grammars: 0, states: 0, invalid: 0 };
