@@ -377,7 +377,7 @@ if (args.includes("--json")) {
       const ms = slowMasks.filter(is);
       if (ms.length === 0) continue;
       const mean = (k) => (ms.reduce((a, m) => a + m[k], 0) / ms.length).toFixed(0);
-      console.log(`  ${kind}: ${ms.length} masks, mean ${mean("us")} µs, entries ${mean("entries")}, entry nodes ${mean("entryNodes")}, runtime nodes ${mean("runtimeNodes")}, continuations ${mean("continuations")}, memo hits ${mean("memoHits")}, stubs ${mean("stubs")}, shared hits ${mean("sharedHits")}, one-frame entries ${mean("shallowEntries")} (nodes ${mean("shallowNodes")})`);
+      console.log(`  ${kind}: ${ms.length} masks, mean ${mean("us")} µs, entries ${mean("entries")}, entry nodes ${mean("entryNodes")}, runtime nodes ${mean("runtimeNodes")}, continuations ${mean("continuations")}, memo hits ${mean("memoHits")}, stubs ${mean("stubs")}, shared hits ${mean("sharedHits")}, local hits ${mean("localHits")}, one-frame entries ${mean("shallowEntries")} (nodes ${mean("shallowNodes")})`);
     }
     const byFile = new Map();
     for (const m of slowMasks) byFile.set(m.file, (byFile.get(m.file) ?? 0) + 1);

@@ -370,7 +370,7 @@ uint32_t MaskEngine::ElementCost(const Elem& e) const {
   }
 }
 
-bool MaskEngine::SharedKey(const Key& key, std::string* out) {
+bool MaskEngine::SharedKey(const Key& key, int canonicalFrames, std::string* out, bool* local) {
   // What a walk can see: at most the longest piece's bytes, so at most that many characters. A
   // rule entered only after more characters than that (every path to it reads them) cannot change
   // the entry, and is written as "beyond" in place of its number: the positions of a long counted
@@ -417,12 +417,22 @@ bool MaskEngine::SharedKey(const Key& key, std::string* out) {
   };
   put(static_cast<uint32_t>(key.n));
   // each frame: the rest of its alternative (where it ends, END or ALT alike); a frame reached
-  // only past the horizon is written as "beyond", and so are the ones under it
+  // only past the horizon is written as "beyond", and so are the ones under it. Frames from
+  // `canonicalFrames` on are written as their addresses: a key for this grammar only.
   uint32_t at = 0;
+  *local = false;
   for (int i = 0; i < key.n; i++) {
     if (at > horizon) {
       put(kBeyond);
       break;
+    }
+    if (i >= canonicalFrames) {
+      const uint64_t address = reinterpret_cast<uintptr_t>(key.frames[i]);
+      put(kBeyond - 2);
+      put(static_cast<uint32_t>(address));
+      put(static_cast<uint32_t>(address >> 32));
+      *local = true;
+      continue;  // (its distance no longer matters: the frames under it are addresses too)
     }
     for (const Elem* p = key.frames[i]; !IsEndOfSequence(p); p++) {
       if (!emit(*p, at)) return false;
@@ -456,12 +466,30 @@ bool MaskEngine::SharedKey(const Key& key, std::string* out) {
 }
 
 const MaskEngine::Entry* MaskEngine::Obtain(const Key& key, const Entry* parent, bool allowStub) {
-  std::string canonical;
-  const bool share = shared_ != nullptr && SharedKey(key, &canonical);
+  // The key written out whole where it fits (shared with every grammar of the model), else its
+  // top frames written out and the rest by address (shared within this grammar: a long counted
+  // repetition's positions above the same object member). Frames are added one at a time until
+  // the text no longer fits; the texts only grow with more frames.
+  std::string canonical, attempt;
+  bool local = false;
+  for (int k = 1; k <= key.n; k++) {
+    bool attemptLocal = false;
+    if (!SharedKey(key, k, &attempt, &attemptLocal)) break;
+    canonical.swap(attempt);
+    local = attemptLocal;
+    if (!local) break;  // all written out (or the rest lies past the horizon)
+  }
+  const bool share = !canonical.empty() && (local || shared_ != nullptr);
   if (share) {
-    std::shared_ptr<const Entry> found = shared_->Find(canonical);
+    std::shared_ptr<const Entry> found;
+    if (local) {
+      auto it = local_.find(canonical);
+      if (it != local_.end()) found = it->second;
+    } else {
+      found = shared_->Find(canonical);
+    }
     if (found != nullptr && (!found->stub || allowStub)) {
-      stats_.sharedHits++;
+      (local ? stats_.localHits : stats_.sharedHits)++;
       entryBytes_ += sizeof(Key) + 64;
       const Entry* raw = found.get();
       entries_[key] = std::move(found);
@@ -469,7 +497,14 @@ const MaskEngine::Entry* MaskEngine::Obtain(const Key& key, const Entry* parent,
     }
   }
   const Entry* e = parent == nullptr || parent->stub ? Build(key, allowStub) : Derive(*parent, key);
-  if (e != nullptr && share) shared_->Put(canonical, entries_.at(key));
+  if (e != nullptr && share) {
+    if (local) {
+      entryBytes_ += canonical.size() + 64;
+      local_[canonical] = entries_.at(key);
+    } else {
+      shared_->Put(canonical, entries_.at(key));
+    }
+  }
   return e;
 }
 

@@ -34,6 +34,7 @@ struct MaskStats {
   uint64_t continuations = 0;   // subtree walks into a context
   uint64_t memoHits = 0;        // an entry's continuations into a context answered from the memo
   uint64_t sharedHits = 0;      // entries taken from another grammar's (shared-entries.h)
+  uint64_t localHits = 0;       // entries taken from another position of this grammar, same within the horizon
   double entryMs = 0;           // time spent building entries
 };
 
@@ -95,7 +96,9 @@ class MaskEngine {
   // the entry one frame shallower, where it is whole) and offered to the table.
   const Entry* Obtain(const Key& key, const Entry* parent, bool allowStub);
   // The key written out canonically (shared-entries.h); false when it reaches too large a grammar.
-  bool SharedKey(const Key& key, std::string* out);
+  // Frames from `canonicalFrames` on are written as their addresses (*local: the key is this
+  // grammar's only).
+  bool SharedKey(const Key& key, int canonicalFrames, std::string* out, bool* local);
   // The entry of `key` by a walk of the whole trie. `allowStub`: stop as soon as the walk reaches
   // the context at more than kDeepenAt nodes, leaving a stub (the deeper key is then walked
   // instead of derived, one walk in place of two).
@@ -117,6 +120,8 @@ class MaskEngine {
   const PositionClasses* positions_;
   std::unordered_map<Key, std::shared_ptr<const Entry>, KeyHash> entries_;
   std::shared_ptr<SharedEntries> shared_;
+  // Keys written out with their lower frames as addresses (Obtain), this grammar's own.
+  std::unordered_map<std::string, std::shared_ptr<const Entry>> local_;
   std::unordered_map<uint32_t, uint32_t> sharedRuleIds_;  // SharedKey's scratch
   std::vector<uint32_t> sharedRules_;
   std::vector<uint32_t> sharedRuleDist_;

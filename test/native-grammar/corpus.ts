@@ -154,6 +154,12 @@ export function horizonGrammars(): CorpusGrammar[] {
     { name: "two chains of 60", gbnf: 'root ::= [ ]{0,60} "-"? [ ]{0,60} "x"' },
     { name: "a nullable rule between", gbnf: 'root ::= [ ]{0,100} opt [ ]{0,27} "x"\nopt ::= "-" [ ]{0,5} | ""' },
     { name: "a nullable rule between, one more", gbnf: 'root ::= [ ]{0,100} opt [ ]{0,28} "x"\nopt ::= "-" [ ]{0,5} | ""' },
+    // what follows the chain is too large to write out (300 names), and the chain's letters reach
+    // it from thousands of trie nodes (so keys take it as a frame): keys below it go by address
+    ...[300, 131, 129, 127].map((n) => ({
+      name: `letters {0,${n}} before 300 names`,
+      gbnf: `root ::= [a-z ]{0,${n}} names\nnames ::= ${Array.from({ length: 300 }, (_, i) => `"tool_${i}"`).join(" | ")}`,
+    })),
     { name: "a rule of one or two characters between", gbnf: 'root ::= [ ]{0,3} dash [ ]{0,125} "x"\ndash ::= "-" "-"?' },
     { name: "a rule of one or two characters between, one more", gbnf: 'root ::= [ ]{0,3} dash [ ]{0,126} "x"\ndash ::= "-" "-"?' },
   ];

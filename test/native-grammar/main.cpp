@@ -275,7 +275,7 @@ json CmdMaskDiff(const json& req) {
   const bool reuse = req.value("reuse", false);
   std::unique_ptr<GrammarState> kept;
   Compare cmp;
-  uint64_t acceptMismatch = 0, sharedHits = 0;
+  uint64_t acceptMismatch = 0, sharedHits = 0, localHits = 0;
   json pathExample = json::array();
   for (int w = 0; w < walks; w++) {
     Failure f;
@@ -292,6 +292,7 @@ json CmdMaskDiff(const json& req) {
     }
     // entries this state takes from earlier grammars' (shared-entries.h), counted from here
     const uint64_t sharedBefore = ours->maskStats() != nullptr ? ours->maskStats()->sharedHits : 0;
+    const uint64_t localBefore = ours->maskStats() != nullptr ? ours->maskStats()->localHits : 0;
     if (req.value("warmAll", false) && !ours->Warm(0, &f)) return {{"invalid", f.message}, {"mismatch", true}};
     Canon canonOurs(ours->SyncedLlamaGrammar()->rules), canonRef(ref->rules);
     std::vector<llama_token> path;
@@ -325,12 +326,16 @@ json CmdMaskDiff(const json& req) {
     }
     if (w == 0) pathExample = TokenList(v.vocab, path, 40);
     llama_grammar_free_impl(ref);
-    if (const MaskStats* st = ours->maskStats(); st != nullptr) sharedHits += st->sharedHits >= sharedBefore ? st->sharedHits - sharedBefore : st->sharedHits;
+    if (const MaskStats* st = ours->maskStats(); st != nullptr) {
+      sharedHits += st->sharedHits >= sharedBefore ? st->sharedHits - sharedBefore : st->sharedHits;
+      localHits += st->localHits >= localBefore ? st->localHits - localBefore : st->localHits;
+    }
     kept = std::move(ours);
   }
   json out = cmp.Result();
   out["acceptMismatches"] = acceptMismatch;
   out["sharedHits"] = sharedHits;
+  out["localHits"] = localHits;
   out["examplePath"] = pathExample;
   return out;
 }
@@ -670,6 +675,7 @@ json CmdSchemaCheck(const json& req) {
                           {"memoHits", a.memoHits - before.memoHits}, {"stubs", a.stubs - before.stubs},
                           {"shallowEntries", a.shallowEntries - before.shallowEntries}, {"shallowNodes", a.shallowNodes - before.shallowNodes},
                           {"entryMs", a.entryMs - before.entryMs}, {"sharedHits", a.sharedHits - before.sharedHits},
+                          {"localHits", a.localHits - before.localHits},
                           {"token", i}});
         }
         admitted = bits.Test(t);

@@ -39,6 +39,7 @@ interface Tally {
   invalid: number;
   /** cache entries taken from an earlier grammar's: the masks above were checked with them too */
   sharedHits?: number;
+  localHits?: number;
 }
 
 async function diff(vocab: string, g: CorpusGrammar, seed: number, walks: number, steps: number, tally: Tally, warmAll = false, reuse = false): Promise<void> {
@@ -60,6 +61,7 @@ async function diff(vocab: string, g: CorpusGrammar, seed: number, walks: number
   tally.grammars++;
   tally.states += r.states;
   tally.sharedHits = (tally.sharedHits ?? 0) + (r.sharedHits ?? 0);
+  tally.localHits = (tally.localHits ?? 0) + (r.localHits ?? 0);
 }
 
 function pick<T>(list: T[], every: number, offset: number): T[] {
@@ -124,6 +126,8 @@ describe("mask engine = llama.cpp's grammar (admitted sets, stacks, single check
       console.log(`horizon on ${vocab}: ${JSON.stringify(tally)}`);
       expect(tally.invalid).toBe(0);
       expect(tally.sharedHits).toBeGreaterThan(0);
+      // the chains above a large rule: their lower frames are keyed by address, within each grammar
+      expect(tally.localHits).toBeGreaterThan(0);
     }
   }, 600_000);
 

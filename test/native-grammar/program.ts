@@ -161,6 +161,8 @@ export interface DiffResult {
   acceptMismatches: number;
   /** mask.diff: cache entries taken from earlier grammars' (native/grammar/shared-entries.h) */
   sharedHits?: number;
+  /** mask.diff: entries taken from another position of the same grammar, keyed by its lower frames' addresses */
+  localHits?: number;
   triggerMismatches?: number;
   triggered?: number;
   triggerAt?: number[];
