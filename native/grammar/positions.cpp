@@ -39,22 +39,25 @@ PositionClasses::PositionClasses(const llama_grammar_rules& rules) : rules_(rule
       return static_cast<size_t>(h ^ (h >> 29));
     }
   };
+  // Signatures are looked up through one scratch vector (a vector per position, allocated and
+  // hashed, was most of the first mask of a large grammar); a copy is kept only for a new one.
   std::unordered_map<std::vector<uint32_t>, uint32_t, VectorHash> ids;
-  ids.reserve(n * 2 + 16);
-  auto idOf = [&](std::vector<uint32_t>&& sig) {
+  uint32_t nextId = 0;
+  std::vector<uint32_t> sig;
+  auto idOf = [&]() {
     auto it = ids.find(sig);
     if (it != ids.end()) return it->second;
-    uint32_t id = static_cast<uint32_t>(ids.size());
-    ids.emplace(std::move(sig), id);
-    return id;
+    ids.emplace(sig, nextId);
+    return nextId++;
   };
-  idOf({LLAMA_GRETYPE_END});  // class 0: end of a sequence
+  sig.assign(1, LLAMA_GRETYPE_END);
+  idOf();  // class 0: end of a sequence
   for (size_t r = 0; r < nr; r++) {
     const auto& rule = rules[r];
     for (size_t i = 0; i < rule.size(); i++) {
       const uint32_t g = ruleStart_[r] + static_cast<uint32_t>(i);
       const Elem& e = rule[i];
-      std::vector<uint32_t> sig{static_cast<uint32_t>(e.type)};
+      sig.assign(1, static_cast<uint32_t>(e.type));
       switch (e.type) {
         case LLAMA_GRETYPE_END:
         case LLAMA_GRETYPE_ALT:
@@ -74,8 +77,8 @@ PositionClasses::PositionClasses(const llama_grammar_rules& rules) : rules_(rule
         case LLAMA_GRETYPE_CHAR_ALT:
         case LLAMA_GRETYPE_CHAR_RNG_UPPER:
           // inside a character range: never a stack position; a class of its own
-          sig.push_back(g);
-          break;
+          class_[g] = nextId++;
+          continue;
         case LLAMA_GRETYPE_TOKEN:
         case LLAMA_GRETYPE_TOKEN_NOT:
           sig.push_back(e.value);
@@ -85,7 +88,7 @@ PositionClasses::PositionClasses(const llama_grammar_rules& rules) : rules_(rule
           succ[g] = g + 1;
           break;
       }
-      class_[g] = idOf(std::move(sig));
+      class_[g] = idOf();
     }
   }
   // Refine by successor and, for references, by the referenced rule's alternatives, until stable.
@@ -94,7 +97,7 @@ PositionClasses::PositionClasses(const llama_grammar_rules& rules) : rules_(rule
   // members whose key left the class's key. A nest of N rules (x{0,N}) splits one level per round,
   // so the old full rounds cost N x positions; this costs about the positions once.
   constexpr uint32_t kNone = UINT32_MAX;
-  uint32_t classes = static_cast<uint32_t>(ids.size());
+  uint32_t classes = nextId;
   std::vector<uint32_t> pred(n, kNone);   // the position whose successor this is (at most one)
   std::vector<uint32_t> altOf(n, kNone);  // the rule this position starts an alternative of
   std::vector<std::vector<uint32_t>> users(nr);  // positions referencing each rule
@@ -116,12 +119,12 @@ PositionClasses::PositionClasses(const llama_grammar_rules& rules) : rules_(rule
   // reused, so an entry still matching is still right)
   std::vector<uint32_t> ruleClass(nr, 0);
   auto ruleSig = [&](size_t r) {
-    std::vector<uint32_t> sig;
-    sig.reserve(altStarts[r].size());
+    sig.clear();
     for (uint32_t a : altStarts[r]) sig.push_back(class_[a]);
-    return idOf(std::move(sig));
+    return idOf();
   };
   ids.clear();
+  nextId = 0;  // rule signatures: ids of their own
   for (size_t r = 0; r < nr; r++) ruleClass[r] = ruleSig(r);
   std::vector<uint32_t> size(classes, 0);
   for (uint32_t g = 0; g < n; g++) size[class_[g]]++;

@@ -675,7 +675,7 @@ json CmdSchemaCheck(const json& req) {
                           {"memoHits", a.memoHits - before.memoHits}, {"stubs", a.stubs - before.stubs},
                           {"shallowEntries", a.shallowEntries - before.shallowEntries}, {"shallowNodes", a.shallowNodes - before.shallowNodes},
                           {"entryMs", a.entryMs - before.entryMs}, {"sharedHits", a.sharedHits - before.sharedHits},
-                          {"localHits", a.localHits - before.localHits},
+                          {"localHits", a.localHits - before.localHits}, {"classesMs", g->stats().classesMs},
                           {"token", i}});
         }
         admitted = bits.Test(t);
