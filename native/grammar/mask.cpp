@@ -479,7 +479,9 @@ const MaskEngine::Entry* MaskEngine::Obtain(const Key& key, const Entry* parent,
     local = attemptLocal;
     if (!local) break;  // all written out (or the rest lies past the horizon)
   }
-  const bool share = !canonical.empty() && (local || shared_ != nullptr);
+  // without a model's table, whole keys are kept within this grammar too
+  if (shared_ == nullptr) local = true;
+  const bool share = !canonical.empty();
   if (share) {
     std::shared_ptr<const Entry> found;
     if (local) {
