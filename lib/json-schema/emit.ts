@@ -576,6 +576,22 @@ export class Emitter {
     // default mode: an escape then any characters, one rule (every trie node offers it)
     let escRest: string | null = null;
     const escapeRest = (): string => (escRest ??= this.rules.add("key-escape-rest", `[\\\\] (["\\\\/bfnrt] | "u" [0-9a-fA-F]{4}) ${char}*`));
+    // default mode: what else may follow a node than its children: a first character that differs
+    // from theirs, raw or escaped (an escape only when no child could be spelled that way), and
+    // the end of the key when the node is no name. One rule per set of children, referenced from
+    // every node with that set: most nodes have one child, and writing these alternatives inline
+    // at each node was half of a Kubernetes grammar's text
+    const otherKey = (keys: string[], end: boolean): string => {
+      const name = `key-other-${keys.map((k) => k.codePointAt(0)!.toString(16)).join("-")}${end ? "-end" : ""}`;
+      if (this.rules.has(name)) return name;
+      let body = `[^"\\\\\\x00-\\x1F${rejects(keys)}] ${char}*`;
+      if (keys.every((k) => /^[\x20-\x7e]$/.test(k) && k !== '"' && k !== "\\" && k !== "/")) body += ` | ${escapeRest()}`;
+      // a proper prefix of the names that is none of them is a key too (the reference's group has
+      // no empty branch here, so it rejects such keys). An empty branch, not `?`: a quantified
+      // group counts the rules generated inside it against llama.cpp's 2,000
+      if (!end) body += ' | ""';
+      return this.rules.add(name, body);
+    };
     const out: string[] = ['["] ( '];
     const walk = (node: Trie): void => {
       const keys = [...node.children.keys()].sort((a, b) => a.codePointAt(0)! - b.codePointAt(0)!);
@@ -586,24 +602,15 @@ export class Emitter {
         if (child.children.size > 0) {
           out.push(" (");
           walk(child);
-          // default mode: a proper prefix of the names that is none of them is a key too (the
-          // reference's group has no empty branch here, so it rejects such keys). An empty
-          // branch, not `?`: a quantified group counts the rules generated inside it against
-          // llama.cpp's 2,000, and a trie of many names nests thousands
-          out.push(!this.rules.reference && !child.end ? ' | "")' : ")");
+          out.push(")");
         } else if (child.end) {
           out.push(` ${char}+`);
         }
       });
       if (keys.length === 0) return;
-      if (this.rules.reference) {
-        out.push(` | [^"${rejects(keys)}] ${char}*`);
-        return;
-      }
-      // default mode: the first character differs from every key's here, raw or escaped (an
-      // escape only when no key has a character here that could be spelled that way)
-      out.push(` | [^"\\\\\\x00-\\x1F${rejects(keys)}] ${char}*`);
-      if (keys.every((k) => /^[\x20-\x7e]$/.test(k) && k !== '"' && k !== "\\" && k !== "/")) out.push(` | ${escapeRest()}`);
+      if (this.rules.reference) out.push(` | [^"${rejects(keys)}] ${char}*`);
+      else if (node === root) out.push(` | ${otherKey(keys, true)}`);
+      else out.push(` | ${otherKey(keys, node.end)}`);
     };
     walk(root);
     // only "" declared: any non-empty key (the reference writes an empty group here, which
