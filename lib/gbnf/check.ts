@@ -9,7 +9,7 @@
  */
 import { LlamapegError } from "../errors.js";
 import { lineColumn } from "../line-column.js";
-import { GbnfSyntaxError, type ParsedGrammar, RepeatChain, TERMINAL, parseGbnf, ruleElements, ruleId, ruleName } from "./parse.js";
+import { GbnfSyntaxError, type ParsedGrammar, RuleKind, TERMINAL, parseGbnf, ruleElements, ruleId, ruleName } from "./parse.js";
 
 /** Deepest group nesting accepted. */
 export const MAX_NESTING = 200;
@@ -61,18 +61,18 @@ export function checkGbnf(gbnf: string, options: CheckGbnfOptions = {}): GbnfSta
     if (e instanceof GbnfSyntaxError) invalid(gbnf, e.message, e.offset, e.rule);
     throw e;
   }
-  for (const [id, r] of g.rules.entries()) {
-    if (!r.defined) invalid(gbnf, `Undefined rule identifier '${ruleName(g, id)}' (used but never defined)`, g.firstUse.get(id) ?? r.offset, ruleName(g, id));
+  for (let id = 0; id < g.count; id++) {
+    if (!g.defined[id]) invalid(gbnf, `Undefined rule identifier '${ruleName(g, id)}' (used but never defined)`, g.firstUse[id]! >= 0 ? g.firstUse[id]! : g.offset[id]!, ruleName(g, id));
   }
   const root = options.root ?? "root";
   const rootId = ruleId(g, root);
   if (rootId === undefined) invalid(gbnf, `grammar does not contain a '${root}' symbol to start from`, 0);
 
   let elements = 0;
-  for (let id = 0; id < g.rules.length; id++) elements += ruleElements(g, id);
+  for (let id = 0; id < g.count; id++) elements += ruleElements(g, id);
 
   const { chain, fanout } = leftmostChains(gbnf, g);
-  return { rules: g.rules.length, elements, chain, fanout };
+  return { rules: g.count, elements, chain, fanout };
 }
 
 /**
@@ -81,32 +81,37 @@ export function checkGbnf(gbnf: string, options: CheckGbnfOptions = {}): GbnfSta
  * alternative). A cycle is left recursion; the longest path is the depth llama.cpp recurses to.
  */
 function leftmostChains(src: string, g: ParsedGrammar): { chain: number; fanout: number } {
-  const n = g.rules.length;
-  const rules = g.rules;
-  // a repetition's rules are one RepeatChain (parse.ts): read without building their arrays
+  const n = g.count;
+  const { syms, kind, chains, chainOf } = g;
   const mayBeEmpty = new Uint8Array(n);
   for (let id = 0; id < n; id++) {
-    const r = rules[id]!;
-    mayBeEmpty[id] = r instanceof RepeatChain || r.alternatives.some((a) => a.length === 0) ? 1 : 0;
+    if (kind[id] === RuleKind.Repeat) {
+      mayBeEmpty[id] = 1;
+      continue;
+    }
+    const first = g.altFirst[id]!;
+    for (let a = first; a < first + g.altCount[id]!; a++) if (g.altLength[a] === 0) mayBeEmpty[id] = 1;
   }
-  // each alternative of `id` as (symbols, one more symbol after them or -1)
-  const forEachAlternative = (id: number, fn: (alt: readonly number[], extra: number) => void): void => {
-    const r = rules[id]!;
-    if (r instanceof RepeatChain) {
+  // each alternative of `id` as (symbols syms[start .. start+length-1], one more symbol after them
+  // or -1); a repetition's rules share their head's symbols (parse.ts)
+  const forEachAlternative = (id: number, fn: (start: number, length: number, extra: number) => void): void => {
+    if (kind[id] === RuleKind.Repeat) {
+      const r = chains[chainOf[id]!]!;
       const next = r.next(id);
-      fn(r.head, next < 0 || r.cut ? -1 : next);
-      fn(EMPTY, -1);
+      fn(r.headStart, r.headLength, next < 0 || r.cut ? -1 : next);
+      fn(0, 0, -1);
     } else {
-      for (const alt of r.alternatives) fn(alt, -1);
+      const first = g.altFirst[id]!;
+      for (let a = first; a < first + g.altCount[id]!; a++) fn(g.altStart[a]!, g.altLength[a]!, -1);
     }
   };
   // the leftmost references of each rule, as one array (edges of `id`: edgeStart[id]..edgeStart[id+1])
   const edgeStart = new Int32Array(n + 1);
   const edgeList: number[] = [];
-  const addEdges = (alt: readonly number[], extra: number): void => {
-    for (let i = 0; i <= alt.length; i++) {
-      const sym = i < alt.length ? alt[i]! : extra;
-      if (sym === TERMINAL || (i === alt.length && extra < 0)) break;
+  const addEdges = (start: number, length: number, extra: number): void => {
+    for (let i = 0; i <= length; i++) {
+      const sym = i < length ? syms[start + i]! : extra;
+      if (sym === TERMINAL || (i === length && extra < 0)) break;
       edgeList.push(sym);
       if (!mayBeEmpty[sym]) break;
     }
@@ -119,16 +124,16 @@ function leftmostChains(src: string, g: ParsedGrammar): { chain: number; fanout:
   // stacks an alternative starts: those of its leading rules up to the first that cannot be empty,
   // plus one where it reaches a terminal or its end
   let f = 0;
-  const addFan = (alt: readonly number[], extra: number): void => {
-    const len = alt.length + (extra < 0 ? 0 : 1);
+  const addFan = (start: number, length: number, extra: number): void => {
+    const len = length + (extra < 0 ? 0 : 1);
     let i = 0;
     for (; i < len; i++) {
-      const sym = i < alt.length ? alt[i]! : extra;
+      const sym = i < length ? syms[start + i]! : extra;
       if (sym === TERMINAL) break;
       f += fan[sym]!;
       if (!mayBeEmpty[sym]) break;
     }
-    if (i === len || (i < alt.length ? alt[i] : extra) === TERMINAL) f += 1;
+    if (i === len || (i < length ? syms[start + i] : extra) === TERMINAL) f += 1;
   };
   // 0 = unseen, 1 = on the path, 2 = done; depth = longest chain from the rule
   const state = new Uint8Array(n);
@@ -152,7 +157,7 @@ function leftmostChains(src: string, g: ParsedGrammar): { chain: number; fanout:
         if (state[to] === 1) {
           const path: string[] = [];
           for (let k = 0; k <= top; k++) if (path.length > 0 || stackRule[k] === to) path.push(ruleName(g, stackRule[k]!));
-          invalid(src, `left recursion: ${[...path, ruleName(g, to)].join(" -> ")} can recurse without consuming input`, rules[to]!.offset, ruleName(g, to));
+          invalid(src, `left recursion: ${[...path, ruleName(g, to)].join(" -> ")} can recurse without consuming input`, g.offset[to]!, ruleName(g, to));
         }
         if (state[to] === 0) {
           state[to] = 1;
@@ -169,12 +174,12 @@ function leftmostChains(src: string, g: ParsedGrammar): { chain: number; fanout:
       fan[rule] = Math.min(f, 1e12);
       widest = Math.max(widest, fan[rule]!);
       if (fan[rule]! > MAX_FANOUT) {
-        invalid(src, `rule ${ruleName(g, rule)} starts ${fan[rule]} parse stacks (at most ${MAX_FANOUT}): llama.cpp would match each against the whole vocabulary at every token`, rules[rule]!.offset, ruleName(g, rule));
+        invalid(src, `rule ${ruleName(g, rule)} starts ${fan[rule]} parse stacks (at most ${MAX_FANOUT}): llama.cpp would match each against the whole vocabulary at every token`, g.offset[rule]!, ruleName(g, rule));
       }
       state[rule] = 2;
       top--;
       if (d > MAX_CHAIN) {
-        invalid(src, `a chain of ${d} rules each starting with the next exceeds ${MAX_CHAIN} (llama.cpp recurses along it)`, rules[rule]!.offset, ruleName(g, rule));
+        invalid(src, `a chain of ${d} rules each starting with the next exceeds ${MAX_CHAIN} (llama.cpp recurses along it)`, g.offset[rule]!, ruleName(g, rule));
       }
       longest = Math.max(longest, d);
     }
@@ -182,4 +187,3 @@ function leftmostChains(src: string, g: ParsedGrammar): { chain: number; fanout:
   return { chain: longest, fanout: widest };
 }
 
-const EMPTY: readonly number[] = [];

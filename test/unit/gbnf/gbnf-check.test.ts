@@ -37,6 +37,13 @@ describe("checkGbnf", () => {
     expect(checkGbnf("start ::= \"x\"{0,1999}\n", { root: "start" }).rules).toBe(2000);
   });
 
+  it("counts llama.cpp's elements for repetitions (a chain's rules are counted together)", () => {
+    // x{0,3}: root (END, the chain's last rule) 2; rules `x |` 3, `x x'(k-1) |` 4 + 4
+    expect(checkGbnf('root ::= "x"{0,3}\n')).toEqual({ rules: 4, elements: 13, chain: 2, fanout: 3 });
+    expect(checkGbnf('root ::= "x"*\n')).toEqual({ rules: 2, elements: 6, chain: 2, fanout: 3 });
+    expect(checkGbnf('root ::= ("ab" [0-9]){2,5} "c"+\n')).toEqual({ rules: 6, elements: 26, chain: 2, fanout: 2 });
+  });
+
   const cases: [string, string, RegExp, string][] = [
     ["min greater than max (llama.cpp's count underflows)", 'root ::= "a"{5,2}\n', /minimum is greater/, "line 1, column 13"],
     ["a count over 2000", 'root ::= "a"{2001}\n', /limit of 2000/, "line 1, column 13"],
