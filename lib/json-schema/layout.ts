@@ -15,6 +15,8 @@ export type JsonWhitespace = "canonical" | "flexible";
  * before `}` / `]` / `:` / `,`). Token-aware: literals and character classes are copied as they are.
  */
 export function canonicalJsonBody(body: string): string {
+  // most bodies (key tries, patterns, literals) name no `space` rule: they come out as they are
+  if (!SPACE_WORD.test(body)) return body;
   let out = "";
   // the last literal copied to `out` and where it starts, for `":" space` / `"," space`
   let lastLiteral = "";
@@ -68,6 +70,8 @@ export function canonicalJsonBody(body: string): string {
   }
   return out;
 }
+
+const SPACE_WORD = /(?:^|[^a-zA-Z0-9_-])space(?![a-zA-Z0-9_-])/;
 
 function isIdentChar(c: string): boolean {
   return (c >= "a" && c <= "z") || (c >= "A" && c <= "Z") || (c >= "0" && c <= "9") || c === "-" || c === "_";
