@@ -61,11 +61,29 @@ export function jsonDump(value: unknown): string {
  * a large schema's compile. Objects and arrays are remembered by identity: only for values that
  * no longer change (one compile's schemas, once built).
  */
+/** A character JSON.stringify writes as an escape (lone surrogates included). */
+const NEEDS_ESCAPE = /["\\\u0000-\u001f\ud800-\udfff]/;
+
 export class JsonIds {
   private readonly ids = new Map<string, number>();
   private readonly memo = new WeakMap<object, { id: number; length: number }>();
+  /**
+   * Strings by value: a string's hash is kept in it, so a schema's long descriptions are hashed
+   * once, where writing each as JSON text to key it copied and hashed it at every visit.
+   */
+  private readonly strings = new Map<string, { id: number; length: number }>();
+  private next = 0;
 
   of(value: unknown): { id: number; length: number } {
+    if (typeof value === "string") {
+      let known = this.strings.get(value);
+      if (known === undefined) {
+        const length = NEEDS_ESCAPE.test(value) ? JSON.stringify(value).length : value.length + 2;
+        known = { id: this.next++, length };
+        this.strings.set(value, known);
+      }
+      return known;
+    }
     if (value === null || typeof value !== "object") {
       const text = jsonDump(value);
       return { id: this.intern(`p${text}`), length: text.length };
@@ -97,7 +115,7 @@ export class JsonIds {
 
   private intern(key: string): number {
     let id = this.ids.get(key);
-    if (id === undefined) this.ids.set(key, (id = this.ids.size));
+    if (id === undefined) this.ids.set(key, (id = this.next++));
     return id;
   }
 }
