@@ -44,39 +44,58 @@ export function lookupPointer(root: unknown, ref: string): RefTarget | undefined
   return { schema: target, where };
 }
 
+const NAME_HOLDERS = new Set(["properties", "patternProperties", "$defs", "definitions", "dependentSchemas"]);
+
 /**
  * Record every `$ref` found anywhere in `root` (a worklist walk, no recursion depth limit) in
  * `table`. Unlike the reference, refs below an object that itself has `$ref` are resolved too.
  */
 export function resolveRefs(root: unknown, table: RefTable, report: RefReporter, namesAreNames = false): void {
   // namesAreNames (default mode): the members of `properties`/`patternProperties`/`$defs` are
-  // named subschemas, so a property called "$ref" is not a ref
-  const work: Array<{ node: unknown; where: string; names?: boolean }> = [{ node: root, where: "#" }];
+  // named subschemas, so a property called "$ref" is not a ref. A node's JSON pointer is written
+  // only for a message (from its parent and key): writing one for every node of a large schema
+  // was most of this walk.
+  interface Item {
+    node: unknown;
+    up: Item | null;
+    key: string | number;
+    names: boolean;
+  }
+  const refWhere = (item: Item): string => {
+    const keys: (string | number)[] = ["$ref"];
+    for (let at: Item | null = item; at !== null && at.up !== null; at = at.up) keys.push(at.key);
+    return keys.reduceRight<string>((where, key) => pointerJoin(where, key), "#");
+  };
+  const work: Item[] = [{ node: root, up: null, key: "", names: false }];
   for (let item = work.pop(); item !== undefined; item = work.pop()) {
-    const { node, where, names } = item;
+    const { node, names } = item;
     if (Array.isArray(node)) {
-      node.forEach((child, i) => work.push({ node: child, where: pointerJoin(where, i) }));
+      node.forEach((child, i) => {
+        if (typeof child === "object" && child !== null) work.push({ node: child, up: item, key: i, names: false });
+      });
       continue;
     }
     if (!isObject(node)) continue;
-    for (const [key, child] of Object.entries(node)) {
-      const holdsNames = namesAreNames && !names && ["properties", "patternProperties", "$defs", "definitions", "dependentSchemas"].includes(key);
-      if (key !== "$ref" || names) work.push({ node: child, where: pointerJoin(where, key), ...(holdsNames ? { names: true } : {}) });
+    for (const key in node) {
+      if (!Object.hasOwn(node, key)) continue;
+      const child = node[key];
+      if (typeof child !== "object" || child === null) continue;
+      const holdsNames = namesAreNames && !names && NAME_HOLDERS.has(key);
+      if (key !== "$ref" || names) work.push({ node: child, up: item, key, names: holdsNames });
     }
     if (names || !Object.hasOwn(node, "$ref")) continue;
     const ref = node["$ref"];
-    const refWhere = pointerJoin(where, "$ref");
     if (typeof ref !== "string") {
-      report.invalid(`$ref must be a string, got ${jsonDump(ref)}`, refWhere);
+      report.invalid(`$ref must be a string, got ${jsonDump(ref)}`, refWhere(item));
       continue;
     }
     if (!ref.startsWith("#/")) {
-      report.unsupported("$ref", `only local refs starting with "#/" are supported, got ${JSON.stringify(ref)}`, refWhere);
+      report.unsupported("$ref", `only local refs starting with "#/" are supported, got ${JSON.stringify(ref)}`, refWhere(item));
       continue;
     }
     const target = lookupPointer(root, ref);
     if (target === undefined) {
-      report.invalid(`$ref ${JSON.stringify(ref)} points to nothing in the schema`, refWhere);
+      report.invalid(`$ref ${JSON.stringify(ref)} points to nothing in the schema`, refWhere(item));
       continue;
     }
     const known = table.get(ref);
@@ -86,7 +105,7 @@ export function resolveRefs(root: unknown, table: RefTable, report: RefReporter,
       report.unsupported(
         "$ref",
         `$ref ${JSON.stringify(ref)} names a different schema than the same ref in an earlier schema of this grammar; ref names are shared across one grammar`,
-        refWhere,
+        refWhere(item),
       );
     }
   }
