@@ -149,15 +149,34 @@ function refine(edges: ReadonlyArray<{ r: Ranges; to: number }>): Array<{ ranges
 export function regexToDfa(re: Regex): Dfa {
   const n: Nfa = { eps: [], sets: [], starts: [], ends: [] };
   const [start, end] = fragment(re, n);
-  const closure = (states: number[], atStart: boolean, atEnd: boolean): number[] => {
-    const seen = new Set(states);
-    const work = [...states];
-    while (work.length > 0) {
-      const s = work.pop()!;
-      const next = [...n.eps[s]!, ...(atStart ? n.starts[s]! : []), ...(atEnd ? n.ends[s]! : [])];
-      for (const t of next) if (!seen.has(t)) (seen.add(t), work.push(t));
+  // the states reached by empty moves (and `^` / `$` where passable), sorted; a stamp per state
+  // marks this call's visits (a Set and a spread array per state visited were most of the time)
+  const mark = new Int32Array(n.eps.length);
+  let stamp = 0;
+  const stack: number[] = [];
+  const closure = (states: readonly number[], atStart: boolean, atEnd: boolean): number[] => {
+    stamp++;
+    const out: number[] = [];
+    for (const s of states) {
+      if (mark[s] === stamp) continue;
+      mark[s] = stamp;
+      out.push(s);
+      stack.push(s);
     }
-    return [...seen].sort((a, b) => a - b);
+    while (stack.length > 0) {
+      const s = stack.pop()!;
+      for (let k = 0; k < 3; k++) {
+        const next = k === 0 ? n.eps[s]! : k === 1 ? (atStart ? n.starts[s]! : null) : atEnd ? n.ends[s]! : null;
+        if (next === null) continue;
+        for (const t of next) {
+          if (mark[t] === stamp) continue;
+          mark[t] = stamp;
+          out.push(t);
+          stack.push(t);
+        }
+      }
+    }
+    return out.sort((a, b) => a - b);
   };
   // a label: the states reached, and whether no character was read yet (`^` still passable)
   return determinize<[number[], boolean]>(
