@@ -249,7 +249,9 @@ export class Emitter {
     // the other members between two properties, as rules of their own: each property
     // position repeats them, and inline they made most of a large object's grammar
     const extras = extra === null ? "" : this.rules.add(join(name, "more"), `("," space ${extra})*`);
-    const lead = extra === null ? "" : this.rules.add(join(name, "lead"), `${extra} ${extras} "," space`);
+    // other members, or none, before the first property written: one rule with an empty branch
+    // (each property position wrote its members twice, with and without them)
+    const lead = extra === null ? "" : this.rules.add(join(name, "lead"), `${extra} ${extras} "," space | ""`);
     if (n === 0) return extra === null ? '"{" space "}"' : nonEmpty ? `"{" space ${extra} ${extras} space "}"` : `"{" space (${extra} ${extras})? space "}"`;
     // from the end back: after[i] = the rest from property i on once something was written
     // ("" = nothing may follow), first[i] = the same with nothing written yet: a rule, or "empty"
@@ -261,7 +263,7 @@ export class Emitter {
       const isReq = required.has(properties[i]!.name);
       const a = cat(extras, `"," space ${kv[i]}`, after);
       const f = cat(kv[i]!, after);
-      const fx = extra === null ? f : `${f} | ${lead} ${f}`;
+      const fx = extra === null ? f : `${lead} ${f}`;
       const afterBody = isReq ? a : after === "" ? `(${a})?` : `${a} | ${after}`;
       const afterRule = i === 0 ? "" : this.rules.add(join(name, `q${i}`), afterBody);
       let firstBody: string;
