@@ -67,6 +67,7 @@ export function resolveRefs(root: unknown, table: RefTable, report: RefReporter,
     return keys.reduceRight<string>((where, key) => pointerJoin(where, key), "#");
   };
   const work: Item[] = [{ node: root, up: null, key: "", names: false }];
+  const looked = new Map<string, RefTarget | undefined>();
   for (let item = work.pop(); item !== undefined; item = work.pop()) {
     const { node, names } = item;
     if (Array.isArray(node)) {
@@ -93,7 +94,9 @@ export function resolveRefs(root: unknown, table: RefTable, report: RefReporter,
       report.unsupported("$ref", `only local refs starting with "#/" are supported, got ${JSON.stringify(ref)}`, refWhere(item));
       continue;
     }
-    const target = lookupPointer(root, ref);
+    // the same ref again in this document: the same target
+    let target = looked.get(ref);
+    if (target === undefined && !looked.has(ref)) looked.set(ref, (target = lookupPointer(root, ref)));
     if (target === undefined) {
       report.invalid(`$ref ${JSON.stringify(ref)} points to nothing in the schema`, refWhere(item));
       continue;
@@ -101,7 +104,7 @@ export function resolveRefs(root: unknown, table: RefTable, report: RefReporter,
     const known = table.get(ref);
     if (known === undefined) {
       table.set(ref, target);
-    } else if (jsonDump(known.schema) !== jsonDump(target.schema)) {
+    } else if (known.schema !== target.schema && jsonDump(known.schema) !== jsonDump(target.schema)) {
       report.unsupported(
         "$ref",
         `$ref ${JSON.stringify(ref)} names a different schema than the same ref in an earlier schema of this grammar; ref names are shared across one grammar`,
