@@ -224,7 +224,8 @@ export class RuleSet {
 
   /** The grammar text: one `name ::= body` line per rule, sorted by name (byte order). */
   format(): string {
-    const names = [...this.rules.keys()].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    // the default order is by UTF-16 code units, as `<` compares (and without a comparator call)
+    const names = [...this.rules.keys()].sort();
     return names.map((n) => `${n} ::= ${this.rules.get(n)}\n`).join("");
   }
 }
