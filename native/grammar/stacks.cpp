@@ -18,18 +18,35 @@ StackEngine::StackEngine(const llama_grammar_rules* rules, StackLimits limits) :
   frames_.push_back(Frame{nullptr, kBottom, 0, 0});
   sets_.push_back(Set{0, 0, 0, 0, 0});
 
+  // The class boundaries: every range's first code point and the one after its last. A large
+  // grammar names the same few hundred code points over and over (a sort of all of them was a
+  // tenth of its Create), so those below 2^16 are marked in a bitmap and only the rest sorted.
+  std::vector<uint64_t> low(1024, 0);
+  const auto mark = [&](uint32_t cp) {
+    if (cp < 65536) {
+      low[cp >> 6] |= uint64_t{1} << (cp & 63);
+    } else {
+      boundaries_.push_back(cp);
+    }
+  };
   for (const auto& rule : *rules_) {
     for (size_t i = 0; i < rule.size(); i++) {
       const Elem& e = rule[i];
       if (e.type != LLAMA_GRETYPE_CHAR && e.type != LLAMA_GRETYPE_CHAR_NOT && e.type != LLAMA_GRETYPE_CHAR_ALT) continue;
       uint32_t hi = e.value;
       if (i + 1 < rule.size() && rule[i + 1].type == LLAMA_GRETYPE_CHAR_RNG_UPPER) hi = rule[i + 1].value;
-      boundaries_.push_back(e.value);
-      if (hi != UINT32_MAX) boundaries_.push_back(hi + 1);
+      mark(e.value);
+      if (hi != UINT32_MAX) mark(hi + 1);
     }
   }
   std::sort(boundaries_.begin(), boundaries_.end());
   boundaries_.erase(std::unique(boundaries_.begin(), boundaries_.end()), boundaries_.end());
+  std::vector<uint32_t> sorted;
+  for (uint32_t w = 0; w < low.size(); w++) {
+    for (uint64_t bits = low[w]; bits != 0; bits &= bits - 1) sorted.push_back(w * 64 + static_cast<uint32_t>(__builtin_ctzll(bits)));
+  }
+  sorted.insert(sorted.end(), boundaries_.begin(), boundaries_.end());
+  boundaries_ = std::move(sorted);
   classCount_ = static_cast<uint32_t>(boundaries_.size()) + 1;
   rowWidth_ = std::min(classCount_, kMaxRowWidth);
   classRep_.push_back(0);
