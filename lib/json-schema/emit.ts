@@ -10,8 +10,12 @@ import { Normalizer, type Property, type SchemaNode } from "./normalize.js";
 
 type ObjectNode = Extract<SchemaNode, { kind: "object" }>;
 
+/** Shortest end of a declared name (after a branch) written as a shared rule of its own. */
+const MIN_SHARED_TAIL = 4;
+/** Longest object path its position rules are named under (longer ones: `o<N>-...`). */
+const MAX_OBJECT_PREFIX = 12;
 /** Most declared properties an object may have for `propertyOrder: "any"` (2^n states). */
-const MAX_ANY_ORDER = 6;
+const MAX_ANY_ORDER = 5;
 /** Past MAX_ANY_ORDER, most required properties `propertyOrder: "any"` tracks (2^r states). */
 const MAX_ANY_REQUIRED = 6;
 /** Most rules counting a closed object's members may take there (members x states of the required ones). */
@@ -66,6 +70,20 @@ export class Emitter {
   /** Default mode: each `$ref` and its rule name (short, unique; the pointer's last segment). */
   private readonly refNames = new Map<string, string>();
   private readonly refNamesTaken = new Set<string>();
+  /** Default mode: the rule written for each chain ending a declared name (notStrings), by its text. */
+  private readonly keyTails = new Map<string, string>();
+  /** Objects whose rules took a short prefix `o<N>` so far. */
+  private shortObjects = 0;
+
+  /**
+   * `":" space`, `"," space`, `"{" space`, `space "}"` as the bodies of the default mode's objects
+   * write them: laid out already where the layout is canonical, so those bodies (most of a large
+   * grammar) skip that pass (layout.ts).
+   */
+  private readonly colon: string;
+  private readonly comma: string;
+  private readonly open: string;
+  private readonly close: string;
 
   constructor(
     readonly rules: RuleSet,
@@ -75,6 +93,11 @@ export class Emitter {
     private readonly propertyOrder: "declared" | "any" = "declared",
   ) {
     this.normalizer = rules.reference ? new Normalizer(refs, report) : new DefaultNormalizer(refs, report, dotall);
+    const laidOut = !rules.reference && rules.jsonWhitespace === "canonical";
+    this.colon = laidOut ? '": "' : 'space ":" space';
+    this.comma = laidOut ? '", "' : '"," space';
+    this.open = laidOut ? '"{"' : '"{" space';
+    this.close = laidOut ? '"}"' : 'space "}"';
   }
 
   private builtin(name: string) {
@@ -158,8 +181,13 @@ export class Emitter {
       }
       case "string-length": {
         const char = rules.addPrimitive("char", this.builtin("char"));
-        const chars = rules.reference ? buildRepetition(char, node.min, node.max) : longRepetition(char, node.min, node.max, (body) => rules.add(`${ruleName}-block`, body));
-        return rules.add(ruleName, `"\\"" ${chars} "\\""`);
+        if (rules.reference) return rules.add(ruleName, `"\\"" ${buildRepetition(char, node.min, node.max)} "\\""`);
+        // one rule per pair of bounds, named by them: the engine expands `char{0,N}` into N rules,
+        // and a schema with forty strings of maxLength 2100 expanded each one (16 ms to create)
+        const shared = `string-${node.min}-${node.max === Infinity ? "" : node.max}`.replace(/-$/, "-more");
+        const chars = longRepetition(char, node.min, node.max, (body) => rules.add(`${shared}-block`, body));
+        const used = rules.add(shared, `"\\"" ${chars} "\\""`);
+        return ruleName === "root" ? rules.add(ruleName, used) : used;
       }
       case "integer-range":
         return rules.add(ruleName, integerRangeRule(node.min, node.max));
@@ -217,16 +245,21 @@ export class Emitter {
    */
   private orderedObjectRule(node: ObjectNode, name: string): string {
     const { properties, required } = node;
-    const kv: string[] = properties.map(({ name: prop, schema }) => {
+    const n = properties.length;
+    // The position rules (and any order's state rules) name each member rule and each other: under
+    // a long path, those names were most of a large grammar's text, and so of the time to build,
+    // check and parse it. Such an object's rules are `o<N>-...` instead (its values keep their names).
+    const short = sanitizeRuleName(name).length > MAX_OBJECT_PREFIX ? `o${this.shortObjects++}` : null;
+    const prefix = short ?? name;
+    const kv: string[] = properties.map(({ name: prop, schema }, i) => {
       // a property named "" of the root would name its value `root` (llama.cpp's converter does, and
       // its grammar then starts at that value): the reference mode keeps that, this one does not
       const valueRule = this.visit(schema, name === "" && prop === "" ? "empty-key" : join(name, prop));
-      return this.rules.add(join(name, `${prop}-kv`), `${jsonStringLiteral(prop)} space ":" space ${valueRule}`);
+      return this.rules.add(short === null ? join(name, `${prop}-kv`) : `${short}-k${i}`, `${jsonStringLiteral(prop)} ${this.colon} ${valueRule}`);
     });
-    const extra = this.otherMembers(node, name);
-    const n = properties.length;
+    const extra = this.otherMembers(node, name, short === null ? undefined : `${short}-x`);
     if (extra === null && (node.minProperties !== undefined || node.maxProperties !== undefined)) {
-      return this.countedObject(kv, properties.map((p) => required.has(p.name)), node.minProperties ?? 0, node.maxProperties ?? Infinity, name);
+      return this.countedObject(kv, properties.map((p) => required.has(p.name)), node.minProperties ?? 0, node.maxProperties ?? Infinity, prefix);
     }
     if (extra !== null && n === 0 && (node.maxProperties !== undefined || (node.minProperties ?? 0) > 1)) {
       // a map with a bounded count of members
@@ -237,21 +270,21 @@ export class Emitter {
       return `"{" space ${min > 0 ? body : `(${body})?`} space "}"`;
     }
     if (this.propertyOrder === "any" && n > 1 && n <= MAX_ANY_ORDER && node.minProperties === undefined && node.maxProperties === undefined) {
-      return this.anyOrderObject(kv, properties.map((p) => required.has(p.name)), extra, name);
+      return this.anyOrderObject(kv, properties.map((p) => required.has(p.name)), extra, prefix);
     }
     if (this.propertyOrder === "any" && n > MAX_ANY_ORDER && node.minProperties === undefined && node.maxProperties === undefined) {
       const index = new Map(properties.map((p, i) => [p.name, i]));
       const listed = [...required].filter((r) => index.has(r)).map((r) => index.get(r)!);
-      return this.anyOrderLargeObject(kv, listed, extra, name);
+      return this.anyOrderLargeObject(kv, listed, extra, prefix);
     }
     // minProperties 1 beside other members: the object is not empty
     const nonEmpty = (node.minProperties ?? 0) > 0;
     // the other members between two properties, as rules of their own: each property
     // position repeats them, and inline they made most of a large object's grammar
-    const extras = extra === null ? "" : this.rules.add(join(name, "more"), `("," space ${extra})*`);
+    const extras = extra === null ? "" : this.rules.add(join(prefix, "more"), `(${this.comma} ${extra})*`);
     // other members, or none, before the first property written: one rule with an empty branch
     // (each property position wrote its members twice, with and without them)
-    const lead = extra === null ? "" : this.rules.add(join(name, "lead"), `${extra} ${extras} "," space | ""`);
+    const lead = extra === null ? "" : this.rules.add(join(prefix, "lead"), `${extra} ${extras} ${this.comma} | ""`);
     if (n === 0) return extra === null ? '"{" space "}"' : nonEmpty ? `"{" space ${extra} ${extras} space "}"` : `"{" space (${extra} ${extras})? space "}"`;
     // from the end back: after[i] = the rest from property i on once something was written
     // ("" = nothing may follow), first[i] = the same with nothing written yet: a rule, or "empty"
@@ -261,19 +294,19 @@ export class Emitter {
     let first: string = extra === null ? (nonEmpty ? "none" : "empty") : nonEmpty ? `${extra} ${extras}` : `(${extra} ${extras})?`;
     for (let i = n - 1; i >= 0; i--) {
       const isReq = required.has(properties[i]!.name);
-      const a = cat(extras, `"," space ${kv[i]}`, after);
+      const a = cat(extras, `${this.comma} ${kv[i]}`, after);
       const f = cat(kv[i]!, after);
       const fx = extra === null ? f : `${lead} ${f}`;
       const afterBody = isReq ? a : after === "" ? `(${a})?` : `${a} | ${after}`;
-      const afterRule = i === 0 ? "" : this.rules.add(join(name, `q${i}`), afterBody);
+      const afterRule = i === 0 ? "" : this.rules.add(join(prefix, `q${i}`), afterBody);
       let firstBody: string;
       if (isReq || first === "none") firstBody = fx;
       else if (first === "empty") firstBody = `(${fx})?`;
       else firstBody = `${fx} | ${first}`;
-      first = this.rules.add(join(name, `p${i}`), firstBody);
+      first = this.rules.add(join(prefix, `p${i}`), firstBody);
       after = afterRule;
     }
-    return `"{" space ${first} space "}"`;
+    return `${this.open} ${first} ${this.close}`;
   }
 
   /**
@@ -291,7 +324,7 @@ export class Emitter {
       for (let mask = 0; mask < 1 << n; mask++) {
         // (a state with something written but no property yet exists only beside other members)
         for (const written of mask !== 0 ? [true] : extra !== null ? [false, true] : [false]) {
-          const sep = written ? '"," space ' : "";
+          const sep = written ? `${this.comma} ` : "";
           const alts: string[] = [];
           for (let i = 0; i < n; i++) if (!(mask & (1 << i))) alts.push(`${sep}${kv[i]} ${ruleOf(mask | (1 << i), true)}`);
           if (extra !== null) alts.push(`${sep}${extra} ${ruleOf(mask, true)}`);
@@ -302,7 +335,7 @@ export class Emitter {
       // the state rules name each other: a prefix none of them clashes under
       if ([...bodies].some(([r, b]) => (this.rules.get(r) ?? b) !== b)) continue;
       for (const [r, b] of bodies) this.rules.add(r, b);
-      return `"{" space ${ruleOf(0, false)} space "}"`;
+      return `${this.open} ${ruleOf(0, false)} ${this.close}`;
     }
   }
 
@@ -389,7 +422,8 @@ export class Emitter {
   }
 
   /** The rule for one other member (`key: value`), or null when no other key may appear. */
-  private otherMembers(node: ObjectNode, name: string): string | null {
+  /** `kvName`: the rule's name, where not `<name>-additional-kv`. */
+  private otherMembers(node: ObjectNode, name: string, kvName?: string): string | null {
     const sub = join(name, "additional");
     if (node.members !== undefined) {
       if (node.members.length === 0) return null;
@@ -397,16 +431,16 @@ export class Emitter {
         const suffix = j === 0 ? "" : String(j);
         const keyRule = dfaStringRule(m.keys, `${sub}-k${suffix}`, this.rules);
         const valueRule = m.value.kind === "any-value" ? this.rules.addPrimitive("value", this.builtin("value")) : this.visit(m.value, `${sub}-value${suffix}`);
-        return `${keyRule} space ":" space ${valueRule}`;
+        return `${keyRule} ${this.colon} ${valueRule}`;
       });
-      return this.rules.add(`${sub}-kv`, alts.join(" | "));
+      return this.rules.add(kvName ?? `${sub}-kv`, alts.join(" | "));
     }
     const additional = node.additional;
     if (additional !== true && (typeof additional !== "object" || additional === null)) return null;
     const valueRule = additional === true ? this.rules.addPrimitive("value", this.builtin("value")) : this.visit(additional, `${sub}-value`);
     const names = [...node.properties.map((p) => p.name), ...(node.forbidden ?? [])];
     const keyRule = names.length === 0 ? this.rules.addPrimitive("string", this.builtin("string")) : this.rules.add(`${sub}-k`, this.notStrings(names));
-    return this.rules.add(`${sub}-kv`, `${keyRule} space ":" space ${valueRule}`);
+    return this.rules.add(kvName ?? `${sub}-kv`, `${keyRule} ${this.colon} ${valueRule}`);
   }
 
   /**
@@ -594,16 +628,47 @@ export class Emitter {
       if (!end) body += ' | ""';
       return this.rules.add(name, body);
     };
-    const out: string[] = ['["] ( '];
-    const walk = (node: Trie): void => {
+    // default mode: the rest of one name below a branch (a chain of single children, no other name
+    // ending on the way), written once per grammar as a rule of its own: objects declaring the
+    // same property names (Kubernetes' Container and EphemeralContainer, PodAffinity and
+    // PodAntiAffinity) wrote the same chains over and over
+    const chainOf = (node: Trie): string | null => {
+      let rest = "";
+      for (let at = node; ; ) {
+        if (at.children.size === 0) return at.end ? rest : null;
+        if (at.children.size > 1 || at.end) return null;
+        const [[c, next]] = at.children;
+        rest += c;
+        at = next!;
+      }
+    };
+    let out: string[] = ['["] ( '];
+    const walk = (node: Trie, inTail: boolean): void => {
       const keys = [...node.children.keys()].sort((a, b) => a.codePointAt(0)! - b.codePointAt(0)!);
       keys.forEach((k, i) => {
         const child = node.children.get(k)!;
         if (i > 0) out.push(" | ");
+        const rest = this.rules.reference || inTail || child.children.size === 0 ? null : chainOf(child);
+        if (rest !== null && rest.length >= MIN_SHARED_TAIL) {
+          const text = k + rest;
+          let rule = this.keyTails.get(text);
+          if (rule === undefined) {
+            const outer = out;
+            out = [];
+            out.push(`[${single(k)}] (`);
+            walk(child, true);
+            out.push(")");
+            rule = this.rules.add(`key-tail-${this.keyTails.size}`, out.join(""));
+            this.keyTails.set(text, rule);
+            out = outer;
+          }
+          out.push(rule);
+          return;
+        }
         out.push(`[${single(k)}]`);
         if (child.children.size > 0) {
           out.push(" (");
-          walk(child);
+          walk(child, inTail);
           out.push(")");
         } else if (child.end) {
           out.push(` ${char}+`);
@@ -614,7 +679,7 @@ export class Emitter {
       else if (node === root) out.push(` | ${otherKey(keys, true)}`);
       else out.push(` | ${otherKey(keys, node.end)}`);
     };
-    walk(root);
+    walk(root, false);
     // only "" declared: any non-empty key (the reference writes an empty group here, which
     // accepts "" and nothing else)
     if (root.children.size === 0) out.push(`${char}+`);
