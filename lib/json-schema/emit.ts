@@ -10,8 +10,8 @@ import { Normalizer, type Property, type SchemaNode } from "./normalize.js";
 
 type ObjectNode = Extract<SchemaNode, { kind: "object" }>;
 
-/** Shortest end of a declared name (after a branch) written as a shared rule of its own. */
-const MIN_SHARED_TAIL = 4;
+/** Longest end of a declared name written as shared suffix rules (a longer one is written inline). */
+const MAX_SHARED_REST = 128;
 /** Longest object path its position rules are named under (longer ones: `o<N>-...`). */
 const MAX_OBJECT_PREFIX = 12;
 /** Most declared properties an object may have for `propertyOrder: "any"` (2^n states). */
@@ -70,8 +70,8 @@ export class Emitter {
   /** Default mode: each `$ref` and its rule name (short, unique; the pointer's last segment). */
   private readonly refNames = new Map<string, string>();
   private readonly refNamesTaken = new Set<string>();
-  /** Default mode: the rule written for each chain ending a declared name (notStrings), by its text. */
-  private readonly keyTails = new Map<string, string>();
+  /** Default mode: the rule written for each suffix ending a declared name (notStrings), by its text. */
+  private readonly keyRests = new Map<string, string>();
   /** Objects whose rules took a short prefix `o<N>` so far. */
   private shortObjects = 0;
 
@@ -628,47 +628,51 @@ export class Emitter {
       if (!end) body += ' | ""';
       return this.rules.add(name, body);
     };
-    // default mode: the rest of one name below a branch (a chain of single children, no other name
-    // ending on the way), written once per grammar as a rule of its own: objects declaring the
-    // same property names (Kubernetes' Container and EphemeralContainer, PodAffinity and
-    // PodAntiAffinity) wrote the same chains over and over
-    const chainOf = (node: Trie): string | null => {
-      let rest = "";
+    // default mode: below a node, the rest of one name (single children down to its end, no other
+    // name ending on the way) is a chain of rules, one per suffix, shared by every name in the
+    // grammar that ends the same way (`key-rest-N ::= [c] key-rest-M | key-other-c`). Written
+    // inline, these chains were most of a large grammar's key tries: one group per character of
+    // every name, the same names in many objects (Kubernetes' Container and EphemeralContainer)
+    const chainBelow = (node: Trie): string[] | null => {
+      const chars: string[] = [];
       for (let at = node; ; ) {
-        if (at.children.size === 0) return at.end ? rest : null;
+        if (at.children.size === 0) return at.end && chars.length > 0 && chars.length <= MAX_SHARED_REST ? chars : null;
         if (at.children.size > 1 || at.end) return null;
         const [[c, next]] = at.children;
-        rest += c;
+        chars.push(c);
         at = next!;
       }
     };
-    let out: string[] = ['["] ( '];
-    const walk = (node: Trie, inTail: boolean): void => {
+    const restRule = (chars: string[]): string => {
+      let rule: string | null = null;
+      for (let i = chars.length - 1; i >= 0; i--) {
+        const c = chars[i]!;
+        // a suffix is its first character and the rule of the rest: that pair keys it
+        const key = rule === null ? c : `${c} ${rule}`;
+        const known = this.keyRests.get(key);
+        if (known !== undefined) {
+          rule = known;
+          continue;
+        }
+        // the node before c is no name's end: otherKey's `""` lets the key stop there
+        rule = this.rules.add(`key-rest-${this.keyRests.size}`, `[${single(c)}] ${rule ?? `${char}+`} | ${otherKey([c], false)}`);
+        this.keyRests.set(key, rule);
+      }
+      return rule!;
+    };
+    const out: string[] = ['["] ( '];
+    const walk = (node: Trie): void => {
       const keys = [...node.children.keys()].sort((a, b) => a.codePointAt(0)! - b.codePointAt(0)!);
       keys.forEach((k, i) => {
         const child = node.children.get(k)!;
         if (i > 0) out.push(" | ");
-        const rest = this.rules.reference || inTail || child.children.size === 0 ? null : chainOf(child);
-        if (rest !== null && rest.length >= MIN_SHARED_TAIL) {
-          const text = k + rest;
-          let rule = this.keyTails.get(text);
-          if (rule === undefined) {
-            const outer = out;
-            out = [];
-            out.push(`[${single(k)}] (`);
-            walk(child, true);
-            out.push(")");
-            rule = this.rules.add(`key-tail-${this.keyTails.size}`, out.join(""));
-            this.keyTails.set(text, rule);
-            out = outer;
-          }
-          out.push(rule);
-          return;
-        }
         out.push(`[${single(k)}]`);
-        if (child.children.size > 0) {
+        const chain = this.rules.reference ? null : chainBelow(child);
+        if (chain !== null) {
+          out.push(` ${restRule(chain)}`);
+        } else if (child.children.size > 0) {
           out.push(" (");
-          walk(child, inTail);
+          walk(child);
           out.push(")");
         } else if (child.end) {
           out.push(` ${char}+`);
@@ -679,7 +683,7 @@ export class Emitter {
       else if (node === root) out.push(` | ${otherKey(keys, true)}`);
       else out.push(` | ${otherKey(keys, node.end)}`);
     };
-    walk(root, false);
+    walk(root);
     // only "" declared: any non-empty key (the reference writes an empty group here, which
     // accepts "" and nothing else)
     if (root.children.size === 0) out.push(`${char}+`);

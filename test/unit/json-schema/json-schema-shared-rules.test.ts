@@ -64,15 +64,25 @@ describe("a long object path: its position rules are named o<N>-..., its values 
     expect(gbnf).toMatch(/^o\d+-x ::= containerSpecification-additional-k ": " null$/m);
   });
 
-  it("the end of a declared name below a branch is one rule, shared by both objects' key tries", () => {
-    // "readinessProbe", "resources", "requiredDuringScheduling" branch after "re"; each rest is a tail
-    const tails = rulesNamed(gbnf, /^key-tail-\d+$/);
-    expect(tails.length).toBeGreaterThanOrEqual(3);
-    for (const t of tails) {
-      const name = t.split(" ::= ")[0]!;
-      // referenced from the two tries (the two objects have the same names)
-      expect(gbnf.split(new RegExp(`\\b${name}\\b`)).length - 1, name).toBe(3);
+  it("the ends of declared names are suffix rules, shared by both objects' key tries and by names ending alike", () => {
+    // "readinessProbe", "resources", "requiredDuringScheduling" branch after "re"; each rest is a
+    // chain of suffix rules, "...ces" and "...ing" among them, written once for both objects
+    const rests = rulesNamed(gbnf, /^key-rest-\d+$/);
+    const chars = new Set(["a", "d", "i", "n", "e", "s", "P", "r", "o", "b", "u", "c", "q", "D", "g", "S", "h", "l"]);
+    expect(rests.length).toBeGreaterThan(10);
+    // one rule per distinct suffix: "adinessProbe" (12) + "sources" (7) + "quiredDuringScheduling" (22), less shared ones
+    expect(rests.length).toBeLessThanOrEqual(12 + 7 + 22);
+    for (const r of rests) {
+      const [name, body] = r.split(" ::= ") as [string, string];
+      expect(body, name).toMatch(/^\[(.)\] (key-rest-\d+|char\+) \| key-other-[0-9a-f]+$/);
+      expect(chars.has(body[1]!), body).toBe(true);
+      // defined once; referenced from both tries or from the rule of a longer suffix
+      expect(gbnf.split(new RegExp(`\\b${name}\\b`)).length - 1, name).toBeGreaterThanOrEqual(2);
     }
+    // each object's trie refers to the same rest rules
+    const tries = rulesNamed(gbnf, /-additional-k$/).map((l) => [...l.matchAll(/key-rest-\d+/g)].map((m) => m[0]).join(","));
+    expect(tries).toHaveLength(2);
+    expect(tries[0]).toBe(tries[1]);
   });
 
   it("declared names take their own values only; other names (prefixes, extensions, near misses) take null", () => {
